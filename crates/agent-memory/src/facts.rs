@@ -1,0 +1,125 @@
+//! [`Facts`], the simple fact port: remember, forget, recall, erase.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::page::PageRequest;
+use crate::scope::MemoryScope;
+use crate::store::MemoryStore;
+use crate::time::Timestamp;
+use crate::validation::MAX_PAGE_LIMIT;
+use crate::write::MemoryWrite;
+
+/// One remembered fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact {
+    /// Identifies the fact for [`Facts::forget`].
+    pub id: String,
+    /// The fact's text.
+    pub text: String,
+    /// When it was remembered.
+    pub created_at: Timestamp,
+}
+
+/// The simplest memory model: a user's facts as an unordered pile of text, oldest first.
+///
+/// Built on any [`MemoryStore`]. Each fact is one record in the scope you pass, under a fresh
+/// time-ordered id, so give facts a namespace of their own (for example `facts`) if the same
+/// user also has keyed memories.
+///
+/// - [`remember`](Self::remember) always adds; it never merges or deduplicates (deciding that
+///   two facts are "the same" is the application's judgement, not ours).
+/// - [`forget`](Self::forget) returns `false` when the fact is gone or was never this user's.
+/// - [`recall`](Self::recall) returns every fact, oldest first; `limit` truncates that order,
+///   it never selects.
+/// - [`erase`](Self::erase) physically deletes everything stored for the end user, every
+///   namespace included: the answer to an erasure request.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use agent_memory::{Facts, InMemoryStore, MemoryScope, MemoryStore};
+///
+/// let store = Arc::new(InMemoryStore::new());
+/// store.start().await?;
+/// let facts = Facts::new(store);
+/// let scope = MemoryScope::new("tenant-a", "user-42")?.with_namespace("facts")?;
+///
+/// let berlin = facts.remember(&scope, "prefers the Berlin warehouse").await?;
+/// facts.remember(&scope, "prefers metric units").await?;
+/// assert_eq!(facts.recall(&scope, Some(1)).await?[0].text, "prefers the Berlin warehouse");
+/// assert!(facts.forget(&scope, &berlin.id).await?);
+/// assert!(!facts.forget(&scope, &berlin.id).await?);
+/// assert_eq!(facts.erase(&scope).await?, 1);
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct Facts {
+    store: Arc<dyn MemoryStore>,
+}
+
+impl Facts {
+    /// Facts kept in `store`.
+    pub fn new(store: Arc<dyn MemoryStore>) -> Self {
+        Self { store }
+    }
+
+    /// Adds a fact and returns it.
+    ///
+    /// # Errors
+    /// `Invalid` for text over the content limit or holding NUL; `Storage`.
+    pub async fn remember(&self, scope: &MemoryScope, text: &str) -> Result<Fact> {
+        // A v7 UUID sorts by creation time; `create_only` makes "always adds" hold even in the
+        // impossible case of a repeated id.
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        let record = self.store.put(scope, &id, MemoryWrite::new(text).create_only()).await?;
+        Ok(Fact { id: record.key, text: record.content, created_at: record.created_at })
+    }
+
+    /// Deletes a fact; `false` when it is already gone or was never in this scope.
+    ///
+    /// # Errors
+    /// `Invalid` for an id that could not be a key; `Storage`.
+    pub async fn forget(&self, scope: &MemoryScope, id: &str) -> Result<bool> {
+        self.store.delete(scope, id, None).await
+    }
+
+    /// Every fact in the scope, oldest first, truncated to the first `limit` when given.
+    ///
+    /// # Errors
+    /// `Storage`.
+    pub async fn recall(&self, scope: &MemoryScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+        let mut facts = Vec::new();
+        let mut page = PageRequest::new(MAX_PAGE_LIMIT);
+        loop {
+            let result = self.store.list(scope, page.clone()).await?;
+            facts.extend(result.items.into_iter().map(|record| Fact {
+                id: record.key,
+                text: record.content,
+                created_at: record.created_at,
+            }));
+            match result.next_cursor {
+                Some(cursor) => page = page.after(cursor),
+                None => break,
+            }
+        }
+        // Ids are time ordered, but replicas' clocks differ: order by the stored creation time.
+        facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        if let Some(limit) = limit {
+            facts.truncate(limit);
+        }
+        Ok(facts)
+    }
+
+    /// Physically deletes everything stored for the scope's end user, in every namespace, and
+    /// returns how many records were removed.
+    ///
+    /// # Errors
+    /// `Storage`; retry to remove what is left.
+    pub async fn erase(&self, scope: &MemoryScope) -> Result<u64> {
+        self.store.delete_user(scope.application_id(), scope.user_id()).await
+    }
+}

@@ -1,0 +1,143 @@
+//! Explicit, scoped, long-term memory for AI agents.
+//!
+//! `agent-memory` stores the facts an agent (or the application around it) deliberately saves
+//! for one user, and reads them back in a later session. It is the storage layer only: it never
+//! calls a model, never extracts memories on its own, never injects them into prompts, and has
+//! no embeddings or semantic search. Search is a literal substring match; bring your own
+//! retrieval tool if you want RAG.
+//!
+//! # Quick start
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use agent_memory::{MemoryScope, MemoryWrite, PageRequest};
+//! use serde_json::json;
+//!
+//! // `memory:` here; `sqlite:/path/to/memories.db`, `postgres://…` or `redis://…` in production.
+//! let store = agent_memory::open("memory:")?;
+//! store.start().await?;
+//!
+//! // The scope comes from trusted code (your authenticated session), never from a model.
+//! let scope = MemoryScope::new("support-bot", "user-42")?;
+//!
+//! let saved = store
+//!     .put(&scope, "report-format", MemoryWrite::new("Start with an executive summary.")
+//!         .metadata(json!({"category": "preferences"})))
+//!     .await?;
+//! let read = store.get(&scope, "report-format").await?.expect("just saved");
+//! assert_eq!(read.revision, saved.revision);
+//!
+//! let page = store.search(&scope, "executive summary", PageRequest::default()).await?;
+//! assert_eq!(page.items.len(), 1);
+//! store.close().await?;
+//! # Ok::<(), agent_memory::MemoryError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # The pieces
+//!
+//! - [`MemoryStore`]: the object-safe trait every provider implements. Hold an
+//!   `Arc<dyn MemoryStore>` from [`open`].
+//! - [`MemoryScope`]: application + user (+ namespace), the isolation boundary.
+//! - [`MemoryRecord`], [`MemoryWrite`], [`Revision`], [`Source`], [`Timestamp`]: the vocabulary.
+//! - [`PageRequest`], [`MemoryPage`], [`MemoryCleanupPage`], [`NamespacePage`], [`Cursor`]:
+//!   bounded pages with opaque cursors.
+//! - [`ScopedMemory`]: a store bound to one scope and source, for agent code.
+//! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
+//! - [`validation`]: every input limit, shared by all providers.
+//! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
+//!
+//! # Providers
+//!
+//! | provider | feature | use it for |
+//! | --- | --- | --- |
+//! | [`InMemoryStore`] | always | tests and single-process programs; injectable clock |
+//! | `SqliteMemoryStore` | `sqlite` | the embedded default: one machine, survives restarts |
+//! | `PostgresMemoryStore` | `postgres` | shared, durable memory for many replicas |
+//! | `RedisMemoryStore` | `redis` | low latency; Redis Cluster for scale |
+//!
+//! # Revisions and conditional writes
+//!
+//! Every write gets a new [`Revision`], never reused for the same key, not even after delete
+//! and re-create. [`MemoryWrite::expected_revision`] turns a `put` into a compare-and-set and
+//! [`MemoryWrite::create_only`] into an insert-if-absent; both fail with
+//! [`MemoryError::Conflict`]. See [`MemoryStore`] for the read-compute-write loop.
+//!
+//! # Expiry
+//!
+//! A record with `expires_at` disappears from `get`, `list`, `search` and revision checks the
+//! moment that instant passes by the datastore's clock (PostgreSQL's and Redis's own time for
+//! those providers; the injected [`Clock`] for the in-process and SQLite ones). It stays on
+//! disk until [`MemoryStore::purge_expired`] (or a delete) removes it: schedule sweeps.
+//! Validation checks that a new `expires_at` is in the future by the provider's clock, or by
+//! the local system clock for providers whose datastore keeps time.
+//!
+//! # Errors and retries
+//!
+//! A [`MemoryError::Storage`] error on a write means the write may or may not have committed.
+//! The library never retries a write on its own: read the key again, and use revisions.
+//!
+//! # Writing a provider
+//!
+//! Implement [`MemoryStore`]; call the [`validation`] functions before any I/O; use
+//! [`Cursor::for_scope`] and [`Cursor::position`] for cursors; then run the conformance suite
+//! (feature `conformance`) against a real instance of your datastore:
+//!
+//! ```ignore
+//! async fn my_store() -> agent_memory::conformance::Fixture {
+//!     agent_memory::conformance::Fixture::new(std::sync::Arc::new(MyStore::new(/* … */)))
+//! }
+//! agent_memory::conformance_tests!(my_store);
+//! ```
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod error;
+mod facts;
+mod memory;
+mod open;
+mod page;
+mod record;
+mod scope;
+mod scoped;
+mod store;
+mod time;
+mod write;
+
+pub mod validation;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+#[cfg(feature = "redis")]
+pub mod redis;
+
+pub use error::{BoxError, MemoryError, Result};
+pub use facts::{Fact, Facts};
+pub use memory::InMemoryStore;
+pub use open::{default_sqlite_path, default_store_url, open};
+pub use page::{
+    Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    DEFAULT_PAGE_LIMIT,
+};
+pub use record::{MemoryRecord, Metadata, Revision, Source};
+pub use scope::MemoryScope;
+pub use scoped::ScopedMemory;
+pub use store::MemoryStore;
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use write::{MemoryWrite, WriteCondition, WriteParts};
+
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteMemoryStore;
+
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresMemoryStore;
+
+#[cfg(feature = "redis")]
+pub use redis::RedisMemoryStore;

@@ -1,0 +1,99 @@
+//! [`open`]: choose a provider at run time from a URL.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{MemoryError, Result};
+use crate::memory::InMemoryStore;
+use crate::store::MemoryStore;
+
+/// Builds an unstarted store from a URL; call [`start`](MemoryStore::start) before use.
+///
+/// | URL | provider | feature |
+/// | --- | --- | --- |
+/// | `memory:` | [`InMemoryStore`] | always |
+/// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start) | `sqlite` |
+/// | `postgres://…`, `postgresql://…` | `PostgresMemoryStore` | `postgres` |
+/// | `redis://…`, `rediss://…` | `RedisMemoryStore` on one server | `redis` |
+/// | `redis+cluster://host:port,host:port…` | `RedisMemoryStore` on a Redis Cluster | `redis` |
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = agent_memory::open("memory:")?;
+/// store.start().await?;
+///
+/// let err = agent_memory::open("ftp://example").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid url: has an unknown scheme");
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
+///
+/// # Errors
+/// [`Invalid`](MemoryError::Invalid) for an unknown scheme, a scheme whose feature is not
+/// enabled, or a URL the provider cannot parse. The message never repeats the URL, which may
+/// hold a password.
+pub fn open(url: &str) -> Result<Arc<dyn MemoryStore>> {
+    let scheme = url.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("memory") if url == "memory:" || url == "memory://" => {
+            Ok(Arc::new(InMemoryStore::new()))
+        }
+        Some("memory") => Err(MemoryError::invalid("url", "memory: takes nothing after the colon")),
+        Some("sqlite") => open_sqlite(url),
+        Some("postgres" | "postgresql") => open_postgres(url),
+        Some("redis" | "rediss" | "redis+cluster" | "rediss+cluster") => open_redis(url),
+        _ => Err(MemoryError::invalid("url", "has an unknown scheme")),
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Ok(Arc::new(crate::sqlite::SqliteMemoryStore::from_url(url)?))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(_url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Err(MemoryError::invalid("url", "needs the `sqlite` feature, which is not enabled"))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Ok(Arc::new(crate::postgres::PostgresMemoryStore::from_url(url)?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Err(MemoryError::invalid("url", "needs the `postgres` feature, which is not enabled"))
+}
+
+#[cfg(feature = "redis")]
+fn open_redis(url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Ok(Arc::new(crate::redis::RedisMemoryStore::from_url(url)?))
+}
+
+#[cfg(not(feature = "redis"))]
+fn open_redis(_url: &str) -> Result<Arc<dyn MemoryStore>> {
+    Err(MemoryError::invalid("url", "needs the `redis` feature, which is not enabled"))
+}
+
+/// Where the CLI and the MCP server keep memories when no store is named: `memories.db` in an
+/// `agent-memory` folder of the user's data directory (`$XDG_DATA_HOME`, else
+/// `~/.local/share` on Linux; `~/Library/Application Support` on macOS; `%APPDATA%` on
+/// Windows). The SQLite provider creates the folder and the file on first start.
+///
+/// # Errors
+/// [`Invalid`](MemoryError::Invalid) when the platform reports no data directory (no home).
+pub fn default_sqlite_path() -> Result<PathBuf> {
+    let base = dirs::data_dir().ok_or_else(|| {
+        MemoryError::invalid("store", "has no default: this system reports no data directory")
+    })?;
+    Ok(base.join("agent-memory").join("memories.db"))
+}
+
+/// The URL of [`default_sqlite_path`]: `sqlite:` followed by the path.
+///
+/// # Errors
+/// As [`default_sqlite_path`].
+pub fn default_store_url() -> Result<String> {
+    Ok(format!("sqlite:{}", default_sqlite_path()?.display()))
+}

@@ -1,0 +1,149 @@
+//! [`MemoryRecord`], its [`Revision`] and its provenance, [`Source`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::scope::MemoryScope;
+use crate::time::Timestamp;
+use crate::validation;
+
+/// JSON object holding a record's metadata.
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// One stored memory, as a detached copy: changing it changes nothing stored.
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use agent_memory::{InMemoryStore, MemoryScope, MemoryStore, MemoryWrite};
+///
+/// let store = InMemoryStore::new();
+/// store.start().await?;
+/// let scope = MemoryScope::new("app", "user-1")?;
+/// let record = store.put(&scope, "greeting", MemoryWrite::new("Call me Sam")).await?;
+/// assert_eq!(record.content, "Call me Sam");
+/// assert_eq!(record.created_at, record.updated_at);
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// # }).unwrap();
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// Where the record lives.
+    pub scope: MemoryScope,
+    /// Its key, unique within the scope.
+    pub key: String,
+    /// The remembered text.
+    pub content: String,
+    /// Application-defined JSON object.
+    pub metadata: Metadata,
+    /// The token of the write that produced this version.
+    pub revision: Revision,
+    /// When a live record first got this key.
+    pub created_at: Timestamp,
+    /// When this version was written.
+    pub updated_at: Timestamp,
+    /// When the record stops being visible, if ever.
+    pub expires_at: Option<Timestamp>,
+    /// Where the write came from.
+    pub source: Source,
+}
+
+/// Where a write came from: provenance for audits, never an instruction or an authorization.
+///
+/// Each field, when present, follows the rules for ids: 1 to 128 bytes, no control characters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The conversation or session that wrote the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The single agent invocation (run, turn) that wrote the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<String>,
+    /// The agent that wrote the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Source {
+    /// True when no field is set.
+    pub fn is_empty(&self) -> bool {
+        self.session_id.is_none() && self.invocation_id.is_none() && self.agent.is_none()
+    }
+
+    /// The same source with `session_id` set.
+    pub fn session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// The same source with `invocation_id` set.
+    pub fn invocation(mut self, invocation_id: impl Into<String>) -> Self {
+        self.invocation_id = Some(invocation_id.into());
+        self
+    }
+
+    /// The same source with `agent` set.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+}
+
+/// Opaque token a provider assigns on every write.
+///
+/// A key never gets the same revision twice, not even after it was deleted and written again,
+/// so a compare-and-set against an old revision can never succeed by accident (no ABA). Compare
+/// revisions for equality only; their order and form belong to the provider.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Revision(String);
+
+impl Revision {
+    /// Wraps a token, checking that it is 1 to 128 printable ASCII bytes.
+    ///
+    /// Use this for revisions that arrive from outside (a tool argument, a CLI flag).
+    ///
+    /// # Errors
+    /// [`Invalid`](crate::MemoryError::Invalid) for an empty, oversize or non-printable token.
+    pub fn new(token: impl Into<String>) -> Result<Self> {
+        let token = token.into();
+        validation::revision_token(&token)?;
+        Ok(Self(token))
+    }
+
+    /// The token as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Revision({})", self.0)
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for Revision {
+    type Error = crate::MemoryError;
+
+    fn try_from(token: String) -> Result<Self> {
+        Self::new(token)
+    }
+}
+
+impl From<Revision> for String {
+    fn from(revision: Revision) -> Self {
+        revision.0
+    }
+}

@@ -1,0 +1,203 @@
+//! The [`MemoryStore`] trait every provider implements.
+
+use crate::error::Result;
+use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::record::{MemoryRecord, Revision};
+use crate::scope::MemoryScope;
+use crate::write::MemoryWrite;
+
+/// Explicit, scoped, long-term memory: the storage contract every provider keeps.
+///
+/// The trait is object safe; applications usually hold an `Arc<dyn MemoryStore>` from
+/// [`open`](crate::open). Every method applies the whole [`MemoryScope`] inside the datastore,
+/// validates its input with [`validation`](crate::validation) before any I/O, and returns
+/// detached copies. No method calls a model or extracts memories on its own.
+///
+/// Expired records (those whose `expires_at` has passed by the datastore's clock) are invisible
+/// to `get`, `list`, `search` and revision checks, but stay physically present until
+/// `purge_expired`, `delete`, `delete_all` or `delete_user` removes them.
+///
+/// # Optimistic updates
+///
+/// Read, compute, and write back with the revision you read; on a conflict, read again:
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use agent_memory::{InMemoryStore, MemoryError, MemoryScope, MemoryStore, MemoryWrite};
+///
+/// let store = InMemoryStore::new();
+/// store.start().await?;
+/// let scope = MemoryScope::new("app", "user-1")?;
+/// store.put(&scope, "visits", MemoryWrite::new("0")).await?;
+/// loop {
+///     let current = store.get(&scope, "visits").await?.expect("written above");
+///     let next = current.content.parse::<u64>().unwrap() + 1;
+///     let write = MemoryWrite::new(next.to_string()).expected_revision(current.revision);
+///     match store.put(&scope, "visits", write).await {
+///         Ok(_) => break,
+///         Err(MemoryError::Conflict { .. }) => continue, // someone else won; read again
+///         Err(other) => return Err(other),
+///     }
+/// }
+/// assert_eq!(store.get(&scope, "visits").await?.unwrap().content, "1");
+/// # Ok::<(), MemoryError>(())
+/// # }).unwrap();
+/// ```
+///
+/// # Errors common to every method
+///
+/// - [`Invalid`](crate::MemoryError::Invalid) for input that breaks a rule; nothing changes.
+/// - [`Storage`](crate::MemoryError::Storage) before `start()`, after `close()` (for providers
+///   that own connections or files), and whenever the datastore fails. A failed write may have
+///   committed: read again, and use revisions rather than blind retries.
+#[async_trait::async_trait]
+pub trait MemoryStore: Send + Sync + std::fmt::Debug {
+    /// Opens the resources this store owns and creates or validates its schema.
+    ///
+    /// # Behavior
+    /// - Idempotent: a second call does nothing.
+    /// - Must succeed before any other operation; operations before it return `Storage`.
+    ///
+    /// # Errors
+    /// `Storage` when the datastore cannot be reached or holds an incompatible schema.
+    async fn start(&self) -> Result<()>;
+
+    /// Releases what this store owns (its pool, its file), and nothing it was given.
+    ///
+    /// # Behavior
+    /// - Idempotent.
+    /// - Afterwards, providers that own connections or files return `Storage` for operations;
+    ///   [`InMemoryStore`](crate::InMemoryStore) keeps its records readable.
+    ///
+    /// # Errors
+    /// `Storage` if releasing failed.
+    async fn close(&self) -> Result<()>;
+
+    /// Inserts or replaces the record at `key`, atomically.
+    ///
+    /// # Behavior
+    /// - Validates everything first ([`validation::put`](crate::validation::put)).
+    /// - A new key (or one whose record expired) gets `created_at = updated_at = now`.
+    /// - Replacing a live record keeps `created_at`, sets `updated_at = now`, and replaces
+    ///   content, metadata, expiry and source. No history is kept.
+    /// - Every write gets a revision the key has never had.
+    /// - [`expected_revision`](MemoryWrite::expected_revision): writes only if a live record
+    ///   with exactly that revision exists now.
+    /// - [`create_only`](MemoryWrite::create_only): writes only if no live record has the key.
+    /// - The check and the write are one atomic step in the datastore.
+    ///
+    /// # Errors
+    /// `Conflict` when a condition does not hold (including after deletion or expiry);
+    /// `Invalid`; `Storage`.
+    async fn put(&self, scope: &MemoryScope, key: &str, write: MemoryWrite)
+        -> Result<MemoryRecord>;
+
+    /// Reads the live record at `key`.
+    ///
+    /// # Behavior
+    /// - Returns `None` when there is no record or it has expired.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad key; `Storage`.
+    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>>;
+
+    /// Pages the scope's live records in ascending key order (by UTF-8 bytes).
+    ///
+    /// # Behavior
+    /// - At most `page.limit` records (1 to 100), starting after `page.after`.
+    /// - `next_cursor` is `None` only when no record is left after this page.
+    /// - Cursors are positions, not snapshots: records written behind the cursor are not seen,
+    ///   records written ahead of it are.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad limit or a cursor from another operation or scope; `Storage`.
+    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage>;
+
+    /// Pages the scope's live records whose content contains `query`, in ascending key order.
+    ///
+    /// # Behavior
+    /// - A literal, case-sensitive substring match: `%`, `_`, `*` and `\` match themselves.
+    /// - A provider may inspect a bounded number of keys per call and return fewer matches
+    ///   than `limit`, even none, with a cursor: continue until `next_cursor` is `None`.
+    ///
+    /// # Errors
+    /// `Invalid` for an empty query, a bad limit or a foreign cursor; `Storage`.
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        page: PageRequest,
+    ) -> Result<MemoryPage>;
+
+    /// Removes the record at `key` with every index entry for it.
+    ///
+    /// # Behavior
+    /// - Returns whether a live record existed. An expired record is removed too, but counts as
+    ///   absent.
+    /// - With `expected_revision`, deletes only the live record with exactly that revision.
+    ///
+    /// # Errors
+    /// `Conflict` when `expected_revision` is not the live revision (or nothing is live);
+    /// `Invalid`; `Storage`.
+    async fn delete(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        expected_revision: Option<&Revision>,
+    ) -> Result<bool>;
+
+    /// Physically erases one namespace of one user, expired records included.
+    ///
+    /// # Behavior
+    /// - Returns how many records were removed.
+    /// - Other namespaces and other users are untouched.
+    /// - Trusted maintenance only: never expose it as a model tool. Revoke the user's writes
+    ///   first when erasing, since a write racing with the erase may survive it.
+    ///
+    /// # Errors
+    /// `Storage`.
+    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64>;
+
+    /// Physically erases every namespace of one application's user.
+    ///
+    /// # Behavior
+    /// - Returns how many records were removed.
+    /// - May work in batches; after a failure, calling it again removes what is left.
+    /// - Afterwards no row, key, index entry or counter naming the user remains.
+    ///
+    /// # Errors
+    /// `Invalid` for bad ids; `Storage` (some records may already be gone: retry).
+    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64>;
+
+    /// Pages every namespace of one application's user that physically holds a record,
+    /// expired ones included, in ascending byte order with the default namespace first.
+    ///
+    /// # Behavior
+    /// - This is what an export or a data-access request must cover.
+    /// - Empty after `delete_user`.
+    ///
+    /// # Errors
+    /// `Invalid` for bad ids, limit or cursor; `Storage`.
+    async fn list_namespaces(
+        &self,
+        application_id: &str,
+        user_id: &str,
+        page: PageRequest,
+    ) -> Result<NamespacePage>;
+
+    /// Inspects at most `page.limit` keys of one namespace in ascending order and physically
+    /// removes the expired ones.
+    ///
+    /// # Behavior
+    /// - Returns the count removed and a cursor; continue while a cursor is present, even when
+    ///   `deleted` is 0.
+    /// - Records that expire after the sweep passed them wait for the next sweep.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad limit or cursor; `Storage`.
+    async fn purge_expired(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> Result<MemoryCleanupPage>;
+}
