@@ -1,12 +1,26 @@
-//! The `agent-memory` command line.
+//! The `agent-memory` command line and MCP server.
 
-use clap::Parser;
+mod mcp;
+
+use clap::{Parser, Subcommand};
 
 /// Explicit, scoped, long-term memory for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "agent-memory", version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the memory tools over MCP on stdio.
+    Mcp,
+}
 
 fn main() {
-    let _cli = Cli::parse();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Mcp => mcp::placeholder(),
+    }
 }

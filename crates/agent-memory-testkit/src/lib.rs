@@ -1,0 +1,11 @@
+//! Throwaway servers for agent-memory's tests: real PostgreSQL and Redis (and a three-master
+//! Redis Cluster) started on random loopback ports in temporary directories, stopped when
+//! dropped or when the test process exits.
+//!
+//! Each fixture first honours an environment variable naming an existing server
+//! (`AGENT_MEMORY_TEST_POSTGRES_URL`, `AGENT_MEMORY_TEST_REDIS_URL`), and otherwise starts its
+//! own from the binaries `.ci/run` installs. Under `CI=true` a fixture that cannot get a server
+//! panics: backend tests never pass silently.
+
+pub mod postgres;
+pub mod redis;
