@@ -15,12 +15,24 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the memory tools over MCP on stdio.
-    Mcp,
+    Mcp {
+        /// Which tools to expose.
+        #[arg(long, value_enum, default_value = "keys")]
+        tools: mcp::ToolSet,
+    },
 }
 
-fn main() {
+#[tokio::main]
+async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Mcp => mcp::placeholder(),
+        Command::Mcp { tools } => {
+            let store = agent_memory::open("memory:").expect("memory store");
+            let scope = agent_memory::MemoryScope::new("app", "user").expect("scope");
+            if let Err(err) = mcp::serve(store, scope, tools).await {
+                eprintln!("error: {err}");
+                std::process::exit(1);
+            }
+        }
     }
 }

@@ -104,6 +104,8 @@ mod store;
 mod time;
 mod write;
 
+pub mod prompt;
+pub mod tools;
 pub mod validation;
 
 #[cfg(feature = "conformance")]

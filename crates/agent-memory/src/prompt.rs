@@ -1,0 +1,1 @@
+//! Placeholder: prompt rendering is being written.

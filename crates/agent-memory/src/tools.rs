@@ -1,0 +1,1 @@
+//! Placeholder: model tools are being written.
