@@ -141,7 +141,12 @@ pub fn metadata_and_source(metadata: &Value, source_value: &Source) -> Result<()
     check_json_tree(metadata)?;
     source(source_value)?;
     let metadata_bytes = compact_len(metadata);
-    let source_bytes = compact_len(&serde_json::to_value(source_value).unwrap_or(Value::Null));
+    // An empty source stores nothing, so it costs nothing.
+    let source_bytes = if source_value.is_empty() {
+        0
+    } else {
+        compact_len(&serde_json::to_value(source_value).unwrap_or(Value::Null))
+    };
     if metadata_bytes + source_bytes > MAX_METADATA_SOURCE_BYTES {
         return Err(MemoryError::invalid(
             "metadata",

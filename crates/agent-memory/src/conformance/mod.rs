@@ -1,9 +1,15 @@
 //! The behaviour suite every provider runs, as public code (feature `conformance`).
 //!
-//! Each case is a `pub async fn(Harness)` in [`cases`], checking one line of the contract. Each
-//! runs under a fresh random application id, so many cases (and many runs) can share one
-//! database without seeing each other. [`conformance_tests!`](crate::conformance_tests) stamps
-//! one `#[test]` per case for a store factory:
+//! Each case is a `pub async fn(Harness)` in [`cases`] that checks one rule of the contract
+//! (the "Semantics" of the design, and the `# Behavior` lists on [`MemoryStore`]). The cases
+//! are grouped by concern: basics, isolation, conditional writes (cas), expiry, paging, search,
+//! erasure, namespaces, limits, concurrency, and the [`Facts`](crate::Facts) and
+//! [`ScopedMemory`](crate::ScopedMemory) layers over a store.
+//!
+//! # Running it against a provider
+//!
+//! Write a factory that returns an unstarted store, then stamp one `#[test]` per case with
+//! [`conformance_tests!`](crate::conformance_tests):
 //!
 //! ```ignore
 //! use std::sync::Arc;
@@ -16,10 +22,31 @@
 //! agent_memory::conformance_tests!(store);
 //! ```
 //!
-//! The factory returns an unstarted store; the harness starts it, runs the case, and closes
-//! it. Providers whose clock can be injected pass a [`ManualClock`] with
-//! [`Fixture::with_clock`] so expiry cases move time instead of sleeping; the others sleep
-//! briefly, and the datastore's own clock decides.
+//! The harness starts the store, runs the case on a fresh multi-threaded runtime, and closes
+//! the store. The macro and [`CASE_NAMES`] expand from one list, so every provider runs the
+//! same cases; the in-memory provider's test also checks that every `pub async fn` in a case
+//! file is on that list.
+//!
+//! # Sharing one database
+//!
+//! Each case runs under a fresh random application id ([`Harness::app`]) and touches nothing
+//! outside it, so cases run in parallel and many runs can share one database, one Redis or one
+//! cluster without cleaning up. Cases never wipe the whole store.
+//!
+//! # Time
+//!
+//! Providers whose clock can be injected pass a [`ManualClock`] with [`Fixture::with_clock`];
+//! expiry cases then move time instead of sleeping. Providers whose datastore keeps time
+//! (PostgreSQL, Redis) leave it out: [`Harness::soon`] is then about 2.5 s ahead,
+//! [`Harness::wait_for_expiry`] sleeps about 2.8 s, and the datastore's own clock decides. Cases
+//! compare timestamps exactly only when [`Harness::has_manual_clock`] is true, and by order
+//! otherwise.
+//!
+//! # Reading a failure
+//!
+//! Each case's documentation is one sentence naming the rule it checks, and every assertion
+//! message says which rule broke and what was seen. Cases are independent: run one alone with
+//! `cargo test <case_name>`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -137,7 +164,7 @@ impl Harness {
 
 /// How far ahead [`Harness::soon`] lies: long enough that a write and a read before the
 /// expiry finish in time on a loaded machine.
-const EXPIRY_WINDOW: Duration = Duration::from_millis(1500);
+const EXPIRY_WINDOW: Duration = Duration::from_millis(2500);
 
 /// Runs one case on a fresh multi-threaded runtime: builds the fixture, starts the store, runs
 /// the case, closes the store. Used by [`conformance_tests!`](crate::conformance_tests).
@@ -164,29 +191,163 @@ where
     });
 }
 
-/// Every case, by concern.
-pub mod cases {
-    pub use super::basics::*;
-}
+mod support;
 
 mod basics;
+mod cas;
+mod concurrency;
+mod erasure;
+mod expiry;
+mod facts;
+mod isolation;
+mod limits;
+mod namespaces;
+mod paging;
+mod scoped;
+mod search;
 
-/// Stamps one `#[test]` per conformance case for a store factory: an `async fn() -> Fixture`
-/// path.
+/// Every case, by concern. Each is a `pub async fn(Harness)`; [`CASE_NAMES`] lists them all.
+pub mod cases {
+    pub use super::basics::*;
+    pub use super::cas::*;
+    pub use super::concurrency::*;
+    pub use super::erasure::*;
+    pub use super::expiry::*;
+    pub use super::facts::*;
+    pub use super::isolation::*;
+    pub use super::limits::*;
+    pub use super::namespaces::*;
+    pub use super::paging::*;
+    pub use super::scoped::*;
+    pub use super::search::*;
+}
+
+/// The name of every case in [`cases`], in the order
+/// [`conformance_tests!`](crate::conformance_tests) stamps them. Built from the same list as the
+/// macro, so the two cannot drift apart.
+pub const CASE_NAMES: &[&str] = crate::__conformance_case_list!(__conformance_names!());
+
+/// Stamps one `#[test]` per conformance case for a store factory: a path to an
+/// `async fn() -> Fixture`.
 ///
 /// ```ignore
 /// agent_memory::conformance_tests!(my_store);
 /// ```
+///
+/// Each test builds a fresh fixture, so cases are independent and run in parallel.
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
-        $crate::__conformance_cases!($factory;
-            put_then_get_round_trips,
-        );
+        $crate::__conformance_case_list!(__conformance_cases!($factory));
     };
 }
 
-/// Expands one test per listed case; the list lives in [`conformance_tests!`].
+/// The one list of cases. Calls `$crate::$then!(args; case, case, …)`, so the test stamper and
+/// [`CASE_NAMES`](crate::conformance::CASE_NAMES) share it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case_list {
+    ($then:ident ! ( $($args:tt)* )) => {
+        $crate::$then! { $($args)*;
+            // basics
+            put_then_get_round_trips,
+            get_missing_key_returns_none,
+            new_record_is_stamped_now,
+            replace_keeps_created_at_and_moves_updated_at,
+            replace_overwrites_every_field,
+            every_write_gets_a_new_revision,
+            returned_records_are_detached,
+            unicode_content_round_trips,
+            metadata_round_trips,
+            source_round_trips,
+            keys_are_opaque_text,
+            start_is_idempotent,
+            // isolation
+            users_are_isolated,
+            namespaces_are_isolated,
+            delimiter_joined_scopes_stay_apart,
+            awkward_user_ids_are_isolated,
+            awkward_namespaces_are_isolated,
+            applications_are_isolated,
+            // cas
+            expected_revision_replaces_live_record,
+            stale_revision_conflicts_and_changes_nothing,
+            expected_revision_conflicts_after_delete,
+            expected_revision_conflicts_after_expiry,
+            expected_revision_conflicts_when_key_never_existed,
+            create_only_writes_absent_key,
+            create_only_conflicts_on_live_key,
+            create_only_succeeds_over_expired_key,
+            delete_with_revision_checks_it,
+            delete_with_revision_of_missing_record_conflicts,
+            revisions_are_never_reused,
+            // expiry
+            expired_record_is_invisible_to_reads,
+            expiry_boundary_is_exact,
+            delete_all_counts_expired_records,
+            delete_user_counts_expired_records,
+            list_namespaces_includes_expired_only_namespaces,
+            delete_of_expired_record_returns_false,
+            purge_removes_only_expired_records,
+            purge_pages_with_small_limits,
+            replacing_expired_record_counts_as_new,
+            expiry_must_be_in_the_future,
+            // paging
+            list_returns_every_record_once_in_byte_order,
+            next_cursor_is_none_only_when_nothing_is_left,
+            page_limit_is_checked,
+            foreign_cursors_are_invalid,
+            malformed_cursors_are_invalid,
+            cursors_are_positions_not_snapshots,
+            pages_stay_inside_their_scope,
+            // search
+            search_treats_pattern_characters_literally,
+            search_is_case_sensitive_substring,
+            search_matches_content_only,
+            search_matches_unicode_literally,
+            search_pages_every_match_once,
+            search_query_is_validated,
+            // erasure
+            delete_reports_whether_a_live_record_existed,
+            delete_all_erases_one_namespace,
+            delete_all_of_default_namespace_keeps_named_ones,
+            delete_user_erases_every_namespace,
+            delete_user_leaves_other_users,
+            delete_user_validates_and_tolerates_unknown_users,
+            // namespaces
+            list_namespaces_orders_default_first_then_bytes,
+            list_namespaces_pages_with_limit_one,
+            list_namespaces_is_empty_for_unknown_user,
+            list_namespaces_validates_ids,
+            // limits
+            key_length_limit_counts_bytes,
+            empty_key_is_invalid,
+            control_characters_in_keys_are_invalid,
+            id_limits_are_enforced,
+            content_limit_is_64_kib,
+            metadata_and_source_share_16_kib,
+            metadata_must_be_an_object,
+            metadata_depth_is_bounded,
+            nul_is_invalid_everywhere,
+            rejected_replace_leaves_record_unchanged,
+            // concurrency
+            concurrent_compare_and_set_loses_no_update,
+            concurrent_create_only_has_one_winner,
+            concurrent_conditional_delete_has_one_winner,
+            concurrent_writes_to_distinct_keys_all_land,
+            // facts
+            facts_remember_always_adds,
+            facts_recall_oldest_first_with_truncating_limit,
+            facts_forget_reports_whether_it_removed,
+            facts_erase_removes_everything_of_the_user,
+            // scoped
+            scoped_memory_namespaces_are_isolated,
+            scoped_memory_applies_its_source,
+        }
+    };
+}
+
+/// Expands one test per listed case.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_cases {
@@ -197,5 +358,14 @@ macro_rules! __conformance_cases {
                 $crate::conformance::run($factory, $crate::conformance::cases::$case);
             }
         )*
+    };
+}
+
+/// Expands to the listed case names as a `&[&str]`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_names {
+    (; $($case:ident),* $(,)?) => {
+        &[$(stringify!($case)),*]
     };
 }
