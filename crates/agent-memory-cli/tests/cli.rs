@@ -1,0 +1,747 @@
+//! End-to-end tests of the `agent-memory` binary against a SQLite file in a temp directory.
+//!
+//! Every test runs the real executable as a separate process, so they also prove that memories
+//! survive between processes. The environment is cleared of `AGENT_MEMORY_*` variables and
+//! `HOME`/`XDG_DATA_HOME` point into the temp directory, so no test can touch the developer's
+//! own memories.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use tempfile::TempDir;
+
+const OK: i32 = 0;
+const NOT_FOUND: i32 = 1;
+const INVALID: i32 = 2;
+const CONFLICT: i32 = 3;
+const FAILURE: i32 = 4;
+
+struct Fixture {
+    dir: TempDir,
+    store: String,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = format!("sqlite:{}", dir.path().join("m.db").display());
+        Self { dir, store }
+    }
+
+    /// A second store in the same temp directory.
+    fn other_store(&self, name: &str) -> String {
+        format!("sqlite:{}", self.dir.path().join(name).display())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The binary with a clean environment and no global options.
+    fn bare(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
+        for var in [
+            "AGENT_MEMORY_STORE",
+            "AGENT_MEMORY_APP",
+            "AGENT_MEMORY_USER",
+            "AGENT_MEMORY_NAMESPACE",
+            "AGENT_MEMORY_LOG",
+            "RUST_LOG",
+        ] {
+            cmd.env_remove(var);
+        }
+        let home = self.dir.path().join("home");
+        cmd.env("HOME", &home).env("XDG_DATA_HOME", home.join("data"));
+        cmd.timeout(std::time::Duration::from_secs(60));
+        cmd
+    }
+
+    /// The binary on this fixture's store, as application `app`, user `u1`.
+    fn cmd(&self) -> Command {
+        self.on(&self.store.clone(), "u1")
+    }
+
+    fn on(&self, store: &str, user: &str) -> Command {
+        let mut cmd = self.bare();
+        cmd.args(["--store", store, "--app", "app", "--user", user]);
+        cmd
+    }
+
+    fn put(&self, key: &str, content: &str) {
+        self.cmd().args(["put", key, content]).assert().code(OK);
+    }
+}
+
+/// Parses stdout as JSON Lines.
+fn json_lines(output: &[u8]) -> Vec<Value> {
+    std::str::from_utf8(output)
+        .expect("stdout is UTF-8")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each stdout line is JSON"))
+        .collect()
+}
+
+fn stdout_json(cmd: &mut Command) -> Vec<Value> {
+    let output = cmd.output().expect("runs");
+    assert_eq!(
+        output.status.code(),
+        Some(OK),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(&output.stdout)
+}
+
+fn keys(records: &[Value]) -> Vec<&str> {
+    records.iter().map(|r| r["key"].as_str().expect("key")).collect()
+}
+
+/// An error is one line on stderr, starting with `error: `, and nothing on stdout.
+fn one_line_error(cmd: &mut Command, code: i32, contains: &str) {
+    let output = cmd.output().expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    assert!(output.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(stderr.lines().count(), 1, "one line expected: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{stderr:?}");
+    assert!(stderr.contains(contains), "{stderr:?} should contain {contains:?}");
+}
+
+#[test]
+fn put_then_get_in_a_later_process() {
+    let fx = Fixture::new();
+    fx.cmd()
+        .args(["put", "tone", "Prefers short answers", "--metadata", r#"{"category":"style"}"#])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::starts_with("saved tone (revision "));
+    fx.cmd()
+        .args(["get", "tone"])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("Prefers short answers"))
+        .stdout(predicate::str::contains(r#"{"category":"style"}"#));
+
+    let records = stdout_json(fx.cmd().args(["--json", "get", "tone"]));
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(record["content"], "Prefers short answers");
+    assert_eq!(record["metadata"]["category"], "style");
+    assert_eq!(record["scope"]["application_id"], "app");
+    assert_eq!(record["scope"]["user_id"], "u1");
+    assert_eq!(record["expires_at"], Value::Null);
+}
+
+#[test]
+fn put_json_prints_the_stored_record_and_honours_revisions() {
+    let fx = Fixture::new();
+    let first = stdout_json(fx.cmd().args(["put", "k", "one", "--json"]));
+    let revision = first[0]["revision"].as_str().expect("revision").to_owned();
+
+    let second =
+        stdout_json(fx.cmd().args(["put", "k", "two", "--if-revision", &revision, "--json"]));
+    assert_eq!(second[0]["content"], "two");
+    assert_ne!(second[0]["revision"], first[0]["revision"]);
+
+    // The old revision is stale now: exit 3, and nothing changes.
+    one_line_error(
+        fx.cmd().args(["put", "k", "three", "--if-revision", &revision]),
+        CONFLICT,
+        "conflict",
+    );
+    one_line_error(fx.cmd().args(["put", "k", "four", "--create-only"]), CONFLICT, "conflict");
+    let now = stdout_json(fx.cmd().args(["get", "k", "--json"]));
+    assert_eq!(now[0]["content"], "two");
+}
+
+#[test]
+fn put_reads_content_from_stdin() {
+    let fx = Fixture::new();
+    fx.cmd().args(["put", "from-stdin"]).write_stdin("line one\nline two\n").assert().code(OK);
+    let records = stdout_json(fx.cmd().args(["get", "from-stdin", "--json"]));
+    // One trailing newline is dropped, inner ones stay.
+    assert_eq!(records[0]["content"], "line one\nline two");
+}
+
+#[test]
+fn put_refuses_invalid_utf8_on_stdin() {
+    let fx = Fixture::new();
+    one_line_error(
+        fx.cmd().args(["put", "bad"]).write_stdin(b"ok \xff\xfe".to_vec()),
+        INVALID,
+        "not valid UTF-8",
+    );
+}
+
+#[test]
+fn expires_in_sets_expiry_and_purge_expired_removes_it() {
+    let fx = Fixture::new();
+    let records = stdout_json(fx.cmd().args(["put", "soon", "x", "--expires-in", "1s", "--json"]));
+    let expires = records[0]["expires_at"].as_f64().expect("expiry set");
+    let updated = records[0]["updated_at"].as_f64().expect("updated");
+    assert!((expires - updated - 1.0).abs() < 1.0, "expires {expires} updated {updated}");
+    let later = stdout_json(fx.cmd().args(["put", "later", "y", "--expires-in", "1h", "--json"]));
+    assert!(later[0]["expires_at"].as_f64().unwrap() > updated + 3_500.0);
+
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    fx.cmd().args(["get", "soon"]).assert().code(NOT_FOUND);
+    let purged = stdout_json(fx.cmd().args(["purge-expired", "--json"]));
+    assert_eq!(purged, vec![serde_json::json!({"purged": 1})]);
+    fx.cmd()
+        .args(["purge-expired"])
+        .assert()
+        .code(OK)
+        .stdout("purged 0 expired records\n")
+        .stderr("");
+    fx.cmd().args(["get", "later"]).assert().code(OK);
+}
+
+#[test]
+fn get_and_delete_of_a_missing_key_exit_not_found() {
+    let fx = Fixture::new();
+    one_line_error(fx.cmd().args(["get", "nothing"]), NOT_FOUND, "not found");
+    fx.put("k", "v");
+    fx.cmd().args(["delete", "k"]).assert().code(OK).stdout("deleted k\n");
+    one_line_error(fx.cmd().args(["delete", "k"]), NOT_FOUND, "not found");
+    one_line_error(fx.cmd().args(["get", "k"]), NOT_FOUND, "not found");
+}
+
+#[test]
+fn delete_with_a_stale_revision_is_a_conflict() {
+    let fx = Fixture::new();
+    let first = stdout_json(fx.cmd().args(["put", "k", "one", "--json"]));
+    let stale = first[0]["revision"].as_str().unwrap().to_owned();
+    let second = stdout_json(fx.cmd().args(["put", "k", "two", "--json"]));
+    let live = second[0]["revision"].as_str().unwrap().to_owned();
+
+    one_line_error(fx.cmd().args(["delete", "k", "--if-revision", &stale]), CONFLICT, "conflict");
+    let deleted = stdout_json(fx.cmd().args(["delete", "k", "--if-revision", &live, "--json"]));
+    assert_eq!(deleted, vec![serde_json::json!({"deleted": true, "key": "k"})]);
+}
+
+#[test]
+fn invalid_input_exits_2_with_one_line() {
+    let fx = Fixture::new();
+    one_line_error(
+        fx.bare().args(["--store", &fx.store, "--app", "app", "get", "k"]),
+        INVALID,
+        "no user id",
+    );
+    one_line_error(
+        fx.bare().args(["--store", &fx.store, "--user", "u1", "list"]),
+        INVALID,
+        "no application id",
+    );
+    one_line_error(
+        fx.cmd().args(["put", "k", "v", "--metadata", "{not json"]),
+        INVALID,
+        "metadata",
+    );
+    one_line_error(fx.cmd().args(["put", "k", "v", "--metadata", "[1,2]"]), INVALID, "metadata");
+    one_line_error(fx.cmd().args(["put", "bad\tkey", "v"]), INVALID, "invalid key");
+    one_line_error(fx.cmd().args(["list", "--after", "not-a-cursor"]), INVALID, "cursor");
+    one_line_error(fx.cmd().args(["search", ""]), INVALID, "query");
+    one_line_error(
+        fx.bare().args(["--store", "ftp://example", "--app", "a", "--user", "u", "list"]),
+        INVALID,
+        "unknown scheme",
+    );
+    one_line_error(fx.cmd().args(["--namespace", "", "list"]), INVALID, "invalid namespace");
+
+    // Usage errors come from clap, which also exits 2.
+    fx.cmd().args(["put", "k", "v", "--expires-in", "30"]).assert().code(INVALID);
+    fx.cmd().args(["list", "--limit", "0"]).assert().code(INVALID);
+    fx.cmd().args(["list", "--limit", "101"]).assert().code(INVALID);
+    fx.cmd().args(["no-such-command"]).assert().code(INVALID);
+    fx.cmd().args(["put", "k", "v", "--if-revision", "r", "--create-only"]).assert().code(INVALID);
+
+    // Nothing above wrote anything.
+    fx.cmd().args(["list"]).assert().code(OK).stdout("no records\n");
+}
+
+#[test]
+fn storage_failure_exits_4_without_leaking_the_url() {
+    let fx = Fixture::new();
+    // A database path under a regular file cannot be created.
+    std::fs::write(fx.path("plain-file"), "x").unwrap();
+    let store = format!("sqlite:{}", fx.path("plain-file").join("m.db").display());
+    one_line_error(fx.on(&store, "u1").args(["list"]), FAILURE, "storage error");
+
+    // An unreachable server; the password must not appear anywhere.
+    let url = "postgres://agent:s3cret-pw@127.0.0.1:9/memories?connect_timeout=2";
+    let output = fx.on(url, "u1").args(["get", "k"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(FAILURE));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("error: storage error"), "{stderr:?}");
+    assert!(!stderr.contains("s3cret-pw"), "{stderr:?}");
+}
+
+#[test]
+fn list_pages_and_follows_cursors() {
+    let fx = Fixture::new();
+    for key in ["e", "c", "a", "d", "b"] {
+        fx.put(key, &format!("content {key}"));
+    }
+    let output = fx.cmd().args(["list", "--limit", "2", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(OK));
+    assert_eq!(keys(&json_lines(&output.stdout)), ["a", "b"]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let cursor = stderr
+        .trim()
+        .strip_prefix("more records: continue with --after ")
+        .expect("cursor hint on stderr")
+        .to_owned();
+
+    let next =
+        fx.cmd().args(["list", "--limit", "2", "--after", &cursor, "--json"]).output().unwrap();
+    assert_eq!(keys(&json_lines(&next.stdout)), ["c", "d"]);
+
+    let all = stdout_json(fx.cmd().args(["list", "--all", "--limit", "2", "--json"]));
+    assert_eq!(keys(&all), ["a", "b", "c", "d", "e"]);
+
+    // The human table has a header and one row per record, in key order.
+    let table = fx.cmd().args(["list", "--all"]).output().unwrap();
+    let text = String::from_utf8(table.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("KEY"), "{text}");
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines[1].starts_with("a ") && lines[1].ends_with("content a"), "{text}");
+    assert!(table.stderr.is_empty());
+}
+
+#[test]
+fn search_matches_literal_substrings_with_paging() {
+    let fx = Fixture::new();
+    fx.put("k1", "likes 100% cotton");
+    fx.put("k2", "likes 100 percent wool");
+    fx.put("k3", "nothing here");
+    fx.put("k4", "100% sure");
+    let found = stdout_json(fx.cmd().args(["search", "100%", "--json"]));
+    assert_eq!(keys(&found), ["k1", "k4"]);
+    let all = stdout_json(fx.cmd().args(["search", "100", "--all", "--limit", "1", "--json"]));
+    assert_eq!(keys(&all), ["k1", "k2", "k4"]);
+    fx.cmd().args(["search", "absent"]).assert().code(OK).stdout("no records\n");
+}
+
+#[test]
+fn namespaces_are_isolated_and_listed() {
+    let fx = Fixture::new();
+    fx.put("k", "default namespace");
+    fx.cmd().args(["--namespace", "prefs", "put", "k", "prefs namespace"]).assert().code(OK);
+    fx.cmd()
+        .args(["--namespace", "prefs", "get", "k"])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("prefs namespace"));
+
+    let namespaces = stdout_json(fx.cmd().args(["namespaces", "--json"]));
+    assert_eq!(
+        namespaces,
+        vec![
+            serde_json::json!({"application_id": "app", "user_id": "u1"}),
+            serde_json::json!({"application_id": "app", "user_id": "u1", "namespace": "prefs"}),
+        ]
+    );
+    fx.cmd().args(["namespaces"]).assert().code(OK).stdout("NAMESPACE\n(default)\nprefs\n");
+    fx.on(&fx.store, "someone-else")
+        .args(["namespaces"])
+        .assert()
+        .code(OK)
+        .stdout("no namespaces\n");
+}
+
+#[test]
+fn delete_all_and_delete_user_require_yes() {
+    let fx = Fixture::new();
+    fx.put("a", "1");
+    fx.put("b", "2");
+    fx.cmd().args(["--namespace", "ns", "put", "c", "3"]).assert().code(OK);
+    fx.on(&fx.store, "u2").args(["put", "keep", "other user"]).assert().code(OK);
+
+    one_line_error(fx.cmd().args(["delete-all"]), INVALID, "--yes");
+    one_line_error(fx.cmd().args(["delete-user"]), INVALID, "--yes");
+
+    let deleted = stdout_json(fx.cmd().args(["delete-all", "--yes", "--json"]));
+    assert_eq!(deleted, vec![serde_json::json!({"deleted": 2})]);
+    fx.cmd().args(["--namespace", "ns", "get", "c"]).assert().code(OK);
+
+    fx.cmd().args(["put", "a", "again"]).assert().code(OK);
+    fx.cmd()
+        .args(["delete-user", "--yes"])
+        .assert()
+        .code(OK)
+        .stdout("deleted 2 records in every namespace of the user\n")
+        .stderr("");
+    fx.cmd().args(["namespaces"]).assert().code(OK).stdout("no namespaces\n");
+    fx.on(&fx.store, "u2").args(["get", "keep"]).assert().code(OK);
+}
+
+#[test]
+fn setup_creates_the_store_file() {
+    let fx = Fixture::new();
+    // setup needs no scope.
+    fx.bare()
+        .args(["--store", &fx.store, "setup"])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("store ready"));
+    assert!(fx.path("m.db").exists());
+    let again = stdout_json(fx.bare().args(["--store", &fx.store, "setup", "--json"]));
+    assert_eq!(again, vec![serde_json::json!({"ready": true})]);
+}
+
+#[test]
+fn default_store_is_a_sqlite_file_in_the_data_dir() {
+    let fx = Fixture::new();
+    let data = fx.dir.path().join("home").join("data");
+    fx.bare().args(["--app", "app", "--user", "u1", "put", "k", "kept"]).assert().code(OK);
+    assert!(data.join("agent-memory").join("memories.db").is_file());
+    fx.bare()
+        .args(["--app", "app", "--user", "u1", "get", "k"])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("kept"));
+    // The same file, named explicitly.
+    let explicit = format!("sqlite:{}", data.join("agent-memory").join("memories.db").display());
+    fx.on(&explicit, "u1").args(["get", "k"]).assert().code(OK);
+}
+
+#[test]
+fn environment_variables_replace_the_global_options() {
+    let fx = Fixture::new();
+    fx.bare()
+        .env("AGENT_MEMORY_STORE", &fx.store)
+        .env("AGENT_MEMORY_APP", "app")
+        .env("AGENT_MEMORY_USER", "u1")
+        .env("AGENT_MEMORY_NAMESPACE", "env-ns")
+        .args(["put", "k", "from env"])
+        .assert()
+        .code(OK);
+    fx.cmd()
+        .args(["--namespace", "env-ns", "get", "k"])
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("from env"));
+}
+
+#[test]
+fn human_output_escapes_terminal_control_characters() {
+    let fx = Fixture::new();
+    let hostile = "red \u{1b}[31mALERT\u{1b}[0m\r\nnext\u{7}bell \u{202e}reversed";
+    fx.put("hostile", hostile);
+    for args in [&["get", "hostile"][..], &["list"][..], &["search", "ALERT"][..]] {
+        let output = fx.cmd().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(OK));
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+        assert!(!text.contains('\r') && !text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("\\u{1b}[31mALERT"), "{text:?}");
+    }
+    // JSON keeps the content exact.
+    let records = stdout_json(fx.cmd().args(["get", "hostile", "--json"]));
+    assert_eq!(records[0]["content"], hostile);
+}
+
+#[test]
+fn logs_go_to_stderr_only() {
+    let fx = Fixture::new();
+    fx.put("k", "v");
+    let output =
+        fx.cmd().env("AGENT_MEMORY_LOG", "debug").args(["get", "k", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(OK));
+    assert_eq!(json_lines(&output.stdout).len(), 1);
+    assert!(!output.stderr.is_empty(), "debug logs expected on stderr");
+}
+
+#[test]
+fn mcp_refuses_to_start_without_a_scope() {
+    let fx = Fixture::new();
+    one_line_error(fx.bare().args(["--store", &fx.store, "mcp"]), INVALID, "no application id");
+    one_line_error(
+        fx.bare().args(["--store", &fx.store, "--app", "app", "mcp", "--tools", "facts"]),
+        INVALID,
+        "no user id",
+    );
+    fx.cmd().args(["mcp", "--tools", "everything"]).assert().code(INVALID);
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let fx = Fixture::new();
+    fx.bare()
+        .arg("--help")
+        .assert()
+        .code(OK)
+        .stdout(predicate::str::contains("Exit codes:"))
+        .stdout(predicate::str::contains("3  conflict"));
+}
+
+/// The records of an export, without what the target store assigns anew.
+fn comparable(export: &[Value]) -> Vec<Value> {
+    export
+        .iter()
+        .map(|record| {
+            let mut record = record.clone();
+            let object = record.as_object_mut().expect("object");
+            for assigned in ["revision", "created_at", "updated_at"] {
+                assert!(object.remove(assigned).is_some(), "export has {assigned}");
+            }
+            record
+        })
+        .collect()
+}
+
+fn seed_export_source(fx: &Fixture) {
+    fx.cmd()
+        .args([
+            "put",
+            "tone",
+            "Prefers short answers",
+            "--metadata",
+            r#"{"category":"style","n":[1,2.5,null]}"#,
+        ])
+        .assert()
+        .code(OK);
+    fx.cmd().args(["put", "temp", "expires later", "--expires-in", "2h"]).assert().code(OK);
+    fx.cmd()
+        .args(["put", "multi", "line one\nline two\ttab \u{1b} esc ünïcødé 日本"])
+        .assert()
+        .code(OK);
+    fx.cmd().args(["--namespace", "work", "put", "project", "Ships on Fridays"]).assert().code(OK);
+    fx.cmd().args(["--namespace", "a/b:{c}%_", "put", "odd", "odd namespace"]).assert().code(OK);
+    // More than one page (100) of one namespace, written by import to keep the test quick.
+    let bulk: String = (0..150)
+        .map(|i| {
+            format!(
+                "{{\"scope\":{{\"application_id\":\"app\",\"user_id\":\"u1\",\"namespace\":\"bulk\"}},\
+                 \"key\":\"k{i:03}\",\"content\":\"bulk {i}\",\"source\":{{\"session_id\":\"s{i}\"}}}}\n"
+            )
+        })
+        .collect();
+    fx.cmd().arg("import").write_stdin(bulk).assert().code(OK);
+    // Another user's records never appear in this user's export.
+    fx.on(&fx.store, "u2").args(["put", "secret", "not yours"]).assert().code(OK);
+}
+
+#[test]
+fn export_and_import_round_trip_between_stores() {
+    let fx = Fixture::new();
+    seed_export_source(&fx);
+
+    let backup = fx.path("backup.jsonl");
+    let summary = stdout_json(fx.cmd().args(["export", "--json", "--output"]).arg(&backup));
+    assert_eq!(summary, vec![serde_json::json!({"exported": 155, "namespaces": 4})]);
+    let exported = json_lines(&std::fs::read(&backup).unwrap());
+    assert_eq!(exported.len(), 155);
+    assert!(exported.iter().all(|r| r["scope"]["user_id"] == "u1"));
+
+    // Export to stdout is the same bytes, and (piped) shows no progress.
+    let piped = fx.cmd().args(["export"]).output().unwrap();
+    assert_eq!(piped.status.code(), Some(OK));
+    assert_eq!(piped.stdout, std::fs::read(&backup).unwrap());
+    assert!(piped.stderr.is_empty(), "{}", String::from_utf8_lossy(&piped.stderr));
+
+    let target = fx.other_store("target.db");
+    let imported = fx.on(&target, "u1").arg("import").arg(&backup).output().unwrap();
+    assert_eq!(imported.status.code(), Some(OK));
+    assert_eq!(
+        String::from_utf8_lossy(&imported.stdout),
+        "imported 155 records; skipped 0 already expired, 0 already present\n"
+    );
+    assert!(imported.stderr.is_empty(), "{}", String::from_utf8_lossy(&imported.stderr));
+
+    let reexported = fx.path("reexport.jsonl");
+    fx.on(&target, "u1").args(["export", "-o"]).arg(&reexported).assert().code(OK);
+    let again = json_lines(&std::fs::read(&reexported).unwrap());
+    assert_eq!(comparable(&again), comparable(&exported));
+
+    // Importing again replaces the same keys: still equal, nothing duplicated.
+    fx.on(&target, "u1").arg("import").arg(&backup).assert().code(OK);
+    let twice = stdout_json(fx.on(&target, "u1").arg("export"));
+    assert_eq!(comparable(&twice), comparable(&exported));
+}
+
+#[test]
+fn import_reads_stdin_and_can_keep_existing_records() {
+    let fx = Fixture::new();
+    fx.put("a", "from file");
+    fx.put("b", "from file");
+    let export = fx.cmd().arg("export").output().unwrap().stdout;
+
+    let target = fx.other_store("target.db");
+    fx.on(&target, "u1").args(["put", "a", "already there"]).assert().code(OK);
+    let summary = stdout_json(
+        fx.on(&target, "u1")
+            .args(["import", "--skip-existing", "--json"])
+            .write_stdin(export.clone()),
+    );
+    assert_eq!(
+        summary,
+        vec![serde_json::json!({"imported": 1, "skipped_expired": 0, "skipped_existing": 1})]
+    );
+    let a = stdout_json(fx.on(&target, "u1").args(["get", "a", "--json"]));
+    assert_eq!(a[0]["content"], "already there");
+
+    // Without --skip-existing the file wins.
+    fx.on(&target, "u1").args(["import", "-"]).write_stdin(export).assert().code(OK);
+    let a = stdout_json(fx.on(&target, "u1").args(["get", "a", "--json"]));
+    assert_eq!(a[0]["content"], "from file");
+}
+
+#[test]
+fn import_of_another_users_lines_needs_any_user() {
+    let fx = Fixture::new();
+    fx.put("k", "belongs to u1");
+    let export = fx.cmd().arg("export").output().unwrap().stdout;
+
+    let target = fx.other_store("target.db");
+    one_line_error(
+        fx.on(&target, "u2").arg("import").write_stdin(export.clone()),
+        INVALID,
+        "line 1: belongs to another application user",
+    );
+    fx.on(&target, "u2").args(["namespaces"]).assert().stdout("no namespaces\n");
+    fx.on(&target, "u1").args(["namespaces"]).assert().stdout("no namespaces\n");
+
+    // With --any-user each line goes to its own scope, and --app/--user are not needed.
+    fx.bare()
+        .args(["--store", &target, "import", "--any-user"])
+        .write_stdin(export)
+        .assert()
+        .code(OK);
+    fx.on(&target, "u1").args(["get", "k"]).assert().code(OK);
+    fx.on(&target, "u2").args(["get", "k"]).assert().code(NOT_FOUND);
+}
+
+#[test]
+fn import_validates_every_line_before_writing_any() {
+    let fx = Fixture::new();
+    let good = |key: &str| {
+        format!(
+            r#"{{"scope":{{"application_id":"app","user_id":"u1"}},"key":"{key}","content":"ok"}}"#
+        )
+    };
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (format!("{}\n{}\n{{\"broken\"\n", good("a"), good("b")).into_bytes(), "line 3"),
+        ([good("a").as_bytes(), b"\n\xff\n"].concat(), "line 2: is not valid UTF-8"),
+        (format!("{}\n{}\n", good("a"), good("a")).into_bytes(), "line 2: repeats"),
+        (
+            format!("{}\n{}\n", good("a"), good("a").replace("\"ok\"", "\"ok\",\"extra\":1"))
+                .into_bytes(),
+            "line 2",
+        ),
+        (format!("{}\n{}\n", good("a"), good("bad\\tkey")).into_bytes(), "line 2: invalid key"),
+    ];
+    for (input, expected) in cases {
+        one_line_error(fx.cmd().arg("import").write_stdin(input), INVALID, expected);
+    }
+    fx.cmd().args(["namespaces"]).assert().stdout("no namespaces\n");
+}
+
+#[test]
+fn import_skips_and_counts_expired_lines() {
+    let fx = Fixture::new();
+    let input = concat!(
+        r#"{"scope":{"application_id":"app","user_id":"u1"},"key":"old","content":"gone","expires_at":1000.0}"#,
+        "\n",
+        r#"{"scope":{"application_id":"app","user_id":"u1"},"key":"new","content":"kept","expires_at":32503680000.0,"source":{"agent":"importer"}}"#,
+        "\n"
+    );
+    let summary = stdout_json(fx.cmd().args(["import", "--json"]).write_stdin(input));
+    assert_eq!(
+        summary,
+        vec![serde_json::json!({"imported": 1, "skipped_expired": 1, "skipped_existing": 0})]
+    );
+    fx.cmd().args(["get", "old"]).assert().code(NOT_FOUND);
+    let kept = stdout_json(fx.cmd().args(["get", "new", "--json"]));
+    assert_eq!(kept[0]["expires_at"], 32_503_680_000.0);
+    assert_eq!(kept[0]["source"]["agent"], "importer");
+}
+
+#[test]
+fn export_to_a_file_is_private_and_complete() {
+    let fx = Fixture::new();
+    fx.put("k", "v");
+    let file = fx.path("out.jsonl");
+    fx.cmd()
+        .args(["export", "--output"])
+        .arg(&file)
+        .assert()
+        .code(OK)
+        .stdout("exported 1 records from 1 namespaces\n");
+    assert_eq!(json_lines(&std::fs::read(&file).unwrap()).len(), 1);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "export readable by others: {mode:o}");
+    }
+    // A failed export leaves no file behind.
+    let missing_dir: &Path = &fx.path("no-such-dir").join("out.jsonl");
+    fx.cmd().args(["export", "--output"]).arg(missing_dir).assert().code(FAILURE);
+    assert!(!missing_dir.exists());
+}
+
+#[test]
+fn mcp_serves_the_scope_given_by_the_options() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let fx = Fixture::new();
+    fx.put("tone", "Prefers short answers");
+    fx.on(&fx.store, "u2").args(["put", "tone", "another user's"]).assert().code(OK);
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agent-memory"))
+        .args(["--store", &fx.store, "--app", "app", "--user", "u1", "mcp"])
+        .env("HOME", fx.path("home"))
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("AGENT_MEMORY_NAMESPACE")
+        .env("AGENT_MEMORY_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_get","arguments":{"key":"tone"}}}"#,
+    ];
+    for request in requests {
+        writeln!(stdin, "{request}").expect("writes a request");
+    }
+    stdin.flush().expect("flushes");
+
+    // Every stdout line is a JSON-RPC message (logs went to stderr); wait for the answer to 2.
+    let mut answer = None;
+    while answer.is_none() {
+        let line = lines.recv_timeout(Duration::from_secs(30)).expect("an MCP response");
+        let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC");
+        assert_eq!(message["jsonrpc"], "2.0");
+        if message["id"] == 2 {
+            answer = Some(message);
+        }
+    }
+    let text = answer.unwrap().to_string();
+    assert!(text.contains("Prefers short answers"), "{text}");
+    assert!(!text.contains("another user's"), "{text}");
+
+    // Closing stdin ends the server cleanly.
+    drop(stdin);
+    let status = child.wait().expect("exits");
+    assert_eq!(status.code(), Some(OK));
+}
