@@ -1,0 +1,252 @@
+//! End-to-end tests of `agent-memory mcp`: the built binary over real stdio pipes.
+//!
+//! The main scenario is driven by an independent client, the official MCP Python SDK
+//! (`tests/mcp_client.py`), run with the interpreter named by `AGENT_MEMORY_TEST_PYTHON`
+//! (`.ci/run` creates that virtual environment). The other tests speak raw JSON-RPC to check
+//! the process itself: stdout carries only protocol messages and the server exits cleanly when
+//! the client closes stdin.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
+
+/// The binary with no `AGENT_MEMORY_*` variables and a private home, so no test can reach the
+/// developer's own memories.
+fn server_command(home: &Path) -> Command {
+    let mut cmd = Command::new(BINARY);
+    for var in [
+        "AGENT_MEMORY_STORE",
+        "AGENT_MEMORY_APP",
+        "AGENT_MEMORY_USER",
+        "AGENT_MEMORY_NAMESPACE",
+        "AGENT_MEMORY_LOG",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", home).env("XDG_DATA_HOME", home.join("data"));
+    cmd
+}
+
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait().expect("wait for child") {
+            Some(status) => return Some(status),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn python() -> PathBuf {
+    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
+        Some(python) if !python.is_empty() => PathBuf::from(python),
+        _ => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            panic!(
+                "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP end-to-end test needs a Python \
+                 with the official MCP SDK; create one with\n  python3 -m venv \
+                 ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
+                 'mcp>=1.2,<2'\nand run\n  export \
+                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(.ci/run \
+                 does both).",
+                if ci { " under CI=true" } else { "" }
+            )
+        }
+    }
+}
+
+#[test]
+fn official_python_client_drives_the_server_over_stdio() {
+    let python = python();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("sqlite:{}", dir.path().join("mcp.db").display());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("mcp_client.py");
+    let home = dir.path().join("home");
+
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script).arg(BINARY).arg(&store).arg("e2e-app");
+    cmd.env("HOME", &home).env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|err| {
+        panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
+    });
+
+    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
+    let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut stream) = stream {
+                let _ = stream.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
+    let status = wait_with_timeout(&mut child, Duration::from_secs(300));
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let Some(status) = status else {
+        panic!("the MCP client scenario timed out\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    };
+    assert!(
+        status.success(),
+        "the MCP client scenario failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("mcp end-to-end scenario passed"), "stdout:\n{stdout}");
+}
+
+/// Reads stdout lines on a thread, so a test can wait for them with a timeout.
+fn line_reader(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next_message(lines: &mpsc::Receiver<String>) -> Value {
+    let line = lines.recv_timeout(Duration::from_secs(30)).expect("a response within 30 s");
+    serde_json::from_str(&line)
+        .unwrap_or_else(|err| panic!("stdout line is not JSON ({err}): {line}"))
+}
+
+fn send(stdin: &mut impl Write, message: &Value) {
+    writeln!(stdin, "{message}").expect("write to server");
+    stdin.flush().expect("flush");
+}
+
+#[test]
+fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = server_command(dir.path())
+        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
+        // Verbose logging must still stay off stdout.
+        .env("RUST_LOG", "trace")
+        .env("AGENT_MEMORY_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut text);
+        text
+    });
+    let lines = line_reader(&mut child);
+
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}
+        }}),
+    );
+    let init = next_message(&lines);
+    assert_eq!(init["id"], 1, "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "agent-memory", "{init}");
+    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+
+    send(&mut stdin, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = next_message(&lines);
+    assert_eq!(listed["id"], 2, "{listed}");
+    let mut names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("tool name"))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["memory_delete", "memory_get", "memory_list", "memory_save", "memory_search"]
+    );
+
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "memory_save",
+            "arguments": {"key": "k", "content": "v", "user_id": "someone-else"}
+        }}),
+    );
+    let refused = next_message(&lines);
+    assert_eq!(refused["id"], 3, "{refused}");
+    assert_eq!(refused["result"]["isError"], true, "a tool error, readable by the model");
+    let text = refused["result"]["content"][0]["text"].as_str().expect("error text");
+    assert!(text.contains("`user_id`") && text.contains("fixed by the application"), "{text}");
+
+    drop(stdin);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let stderr = stderr.join().unwrap_or_default();
+    let status =
+        status.unwrap_or_else(|| panic!("server still running after stdin closed\n{stderr}"));
+    assert!(status.success(), "server exit {status}; stderr:\n{stderr}");
+    // Whatever else reached stdout is JSON too (next_message panics otherwise).
+    while let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) {
+        let parsed: Result<Value, _> = serde_json::from_str(&line);
+        assert!(parsed.is_ok(), "non-protocol output on stdout: {line}");
+    }
+}
+
+#[test]
+fn closing_stdin_before_initializing_is_a_clean_exit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = server_command(dir.path())
+        .args(["--store", "memory:", "--app", "a", "--user", "u", "mcp", "--tools", "facts"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    drop(child.stdin.take());
+    let lines = line_reader(&mut child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    assert!(status.success(), "exit {status}");
+    assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "nothing on stdout");
+}
+
+#[test]
+fn the_server_refuses_to_start_without_app_and_user() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for args in [
+        vec!["--store", "memory:", "mcp"],
+        vec!["--store", "memory:", "--app", "a", "mcp"],
+        vec!["--store", "memory:", "--user", "u", "mcp"],
+    ] {
+        let mut child = server_command(dir.path())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the binary");
+        let lines = line_reader(&mut child);
+        let status = wait_with_timeout(&mut child, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{args:?}: started serving without a full scope"));
+        assert!(!status.success(), "{args:?} must fail");
+        assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "{args:?}: stdout used");
+    }
+}

@@ -1,0 +1,282 @@
+"""End-to-end client for `agent-memory mcp`, written against the official MCP Python SDK.
+
+Run by crates/agent-memory-cli/tests/mcp.rs as
+
+    python mcp_client.py BINARY STORE_URL APP
+
+It starts the built binary as a stdio MCP server (several times, for different bound users
+sharing one store), drives it the way an MCP client application would, and exits non-zero with
+a message on the first broken expectation. Nothing here talks to the store directly: every
+check goes through a real MCP session.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
+
+KEY_TOOLS = {"memory_save", "memory_get", "memory_list", "memory_search", "memory_delete"}
+FACT_TOOLS = {"remember", "forget", "recall"}
+SCOPE_WORDS = ("user", "app", "namespace", "tenant", "scope")
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+class Server:
+    """One server process bound to one scope, with an initialized client session."""
+
+    def __init__(self, binary, store, app, user, namespace=None, tools=None):
+        args = ["--store", store, "--app", app, "--user", user]
+        if namespace is not None:
+            args += ["--namespace", namespace]
+        args.append("mcp")
+        if tools is not None:
+            args += ["--tools", tools]
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+        env["RUST_LOG"] = os.environ.get("RUST_LOG", "warn")
+        self.params = StdioServerParameters(command=binary, args=args, env=env)
+        self.label = f"{user}/{namespace or '-'}/{tools or 'keys'}"
+
+    async def __aenter__(self):
+        self._transport = stdio_client(self.params)
+        read, write = await self._transport.__aenter__()
+        self._session_cm = ClientSession(read, write)
+        self.session = await self._session_cm.__aenter__()
+        self.init = await self.session.initialize()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self._session_cm.__aexit__(*exc)
+        await self._transport.__aexit__(*exc)
+
+    async def ok(self, tool, arguments):
+        result = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""
+        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
+        data = result.structuredContent
+        check(isinstance(data, dict), f"[{self.label}] {tool}: no structured result")
+        check(json.loads(text) == data, f"[{self.label}] {tool}: text and structured differ")
+        return data
+
+    async def error(self, tool, arguments):
+        result = await self.session.call_tool(tool, arguments)
+        check(result.isError, f"[{self.label}] {tool}({arguments}) should fail: {result}")
+        check(result.content and result.content[0].type == "text", "error has a text message")
+        return result.content[0].text
+
+
+async def all_keys(server, tool, extra, limit):
+    """Pages through list or search with small pages; returns the keys and the page count."""
+    keys, cursor, pages = [], None, 0
+    while True:
+        args = dict(extra, limit=limit)
+        if cursor is not None:
+            args["cursor"] = cursor
+        page = await server.ok(tool, args)
+        check(len(page["items"]) <= limit, f"{tool}: page larger than limit")
+        keys += [item["key"] for item in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return keys, pages
+        check(pages < 50, f"{tool}: cursors never end")
+
+
+async def key_tools_scenario(binary, store, app):
+    async with Server(binary, store, app, "alice") as alice:
+        # initialize
+        info = alice.init
+        check(info.serverInfo.name == "agent-memory", f"server name: {info.serverInfo}")
+        check(info.capabilities.tools is not None, "tools capability advertised")
+
+        # list tools: exactly the five, closed schemas, no scope fields, truthful annotations
+        tools = {tool.name: tool for tool in (await alice.session.list_tools()).tools}
+        check(set(tools) == KEY_TOOLS, f"tool names: {sorted(tools)}")
+        for tool in tools.values():
+            schema = tool.inputSchema
+            check(schema.get("type") == "object", f"{tool.name}: object schema")
+            check(schema.get("additionalProperties") is False, f"{tool.name}: closed schema")
+            for prop in schema.get("properties", {}):
+                check(not any(w in prop.lower() for w in SCOPE_WORDS), f"{tool.name}.{prop}")
+            check(tool.description and "only what the user" in tools["memory_save"].description,
+                  "save description limits saving to what the user asks")
+            ann = tool.annotations
+            check(ann is not None, f"{tool.name}: annotations")
+            check(ann.openWorldHint is False, f"{tool.name}: closed world")
+        for name in ("memory_get", "memory_list", "memory_search"):
+            ann = tools[name].annotations
+            check(ann.readOnlyHint is True and ann.idempotentHint is True, f"{name}: read-only")
+        for name in ("memory_save", "memory_delete"):
+            ann = tools[name].annotations
+            check(ann.readOnlyHint is False and ann.destructiveHint is True, f"{name}: destructive")
+        check(tools["memory_delete"].annotations.idempotentHint is True, "delete idempotent")
+        check(tools["memory_save"].annotations.idempotentHint is False, "save not idempotent")
+        check(set(tools["memory_save"].inputSchema["required"]) == {"key", "content"}, "required")
+
+        # save
+        saved = await alice.ok("memory_save", {
+            "key": "report-format",
+            "content": "Start with an executive summary.",
+            "metadata": {"category": "preferences"},
+        })
+        record = saved["memory"]
+        check(saved["saved"] is True and record["key"] == "report-format", f"save: {saved}")
+        check(isinstance(record["revision"], str), "revision is a string")
+        check(isinstance(record["created_at"], (int, float)) and record["created_at"] > 1e9,
+              "timestamps are epoch seconds")
+        check(record["expires_at"] is None, "no expiry unless asked")
+        check(set(record) == {"key", "content", "metadata", "revision", "created_at",
+                              "updated_at", "expires_at"}, f"record fields: {sorted(record)}")
+        for i in range(1, 6):
+            await alice.ok("memory_save", {"key": f"note-{i}", "content": f"needle number {i}"})
+        temp = await alice.ok("memory_save", {"key": "temporary", "content": "short-lived",
+                                              "expires_in_seconds": 3600})
+        check(temp["memory"]["expires_at"] - temp["memory"]["created_at"] > 3500, "expiry set")
+
+        # get
+        got = await alice.ok("memory_get", {"key": "report-format"})
+        check(got["found"] is True, "get finds the record")
+        check(got["memory"]["content"] == "Start with an executive summary.", "content round trip")
+        check(got["memory"]["metadata"] == {"category": "preferences"}, "metadata round trip")
+        check(got["memory"]["revision"] == record["revision"], "same revision")
+        check("not instructions" in got["note"], "results say stored content is data")
+        missing = await alice.ok("memory_get", {"key": "never-saved"})
+        check(missing["found"] is False and missing["memory"] is None, "missing key")
+
+        # search, paging with cursors
+        keys, pages = await all_keys(alice, "memory_search", {"query": "needle"}, 2)
+        check(keys == [f"note-{i}" for i in range(1, 6)], f"search keys: {keys}")
+        check(pages >= 3, f"search used cursors: {pages} pages")
+        none = await alice.ok("memory_search", {"query": "NEEDLE"})
+        check(none["items"] == [], "search is case-sensitive")
+
+        # list with cursors
+        keys, pages = await all_keys(alice, "memory_list", {}, 2)
+        expected = sorted(["report-format", "temporary"] + [f"note-{i}" for i in range(1, 6)])
+        check(keys == expected, f"list keys: {keys}")
+        check(pages >= 4, f"list used cursors: {pages} pages")
+
+        # conditional write: a stale revision is a tool error the model can act on
+        updated = await alice.ok("memory_save", {"key": "report-format", "content": "Bullets.",
+                                                 "expected_revision": record["revision"]})
+        stale = await alice.error("memory_save", {"key": "report-format", "content": "Late.",
+                                                  "expected_revision": record["revision"]})
+        check("revision is stale" in stale and "memory_get" in stale, f"stale message: {stale}")
+        got = await alice.ok("memory_get", {"key": "report-format"})
+        check(got["memory"]["content"] == "Bullets.", "stale write changed nothing")
+        check(got["memory"]["revision"] == updated["memory"]["revision"], "revision kept")
+
+        # delete
+        deleted = await alice.ok("memory_delete", {"key": "note-5"})
+        check(deleted["deleted"] is True, "delete reports the removal")
+        again = await alice.ok("memory_delete", {"key": "note-5"})
+        check(again["deleted"] is False, "second delete finds nothing")
+        check((await alice.ok("memory_get", {"key": "note-5"}))["found"] is False, "gone")
+
+        # bad arguments: tool errors naming the field and the limit, not protocol failures
+        msg = await alice.error("memory_list", {"limit": 0})
+        check("`limit`" in msg and "1 to 100" in msg, f"limit message: {msg}")
+        msg = await alice.error("memory_save", {"key": "k"})
+        check("`content`" in msg, f"missing content message: {msg}")
+        msg = await alice.error("memory_save", {"key": "x" * 300, "content": "c"})
+        check("`key`" in msg and "256 bytes" in msg, f"key limit message: {msg}")
+        msg = await alice.error("memory_save", {"key": "k", "content": "c",
+                                                "expires_in_seconds": -1})
+        check("`expires_in_seconds`" in msg, f"expiry message: {msg}")
+        msg = await alice.error("memory_list", {"cursor": "forged-cursor"})
+        check("`cursor`" in msg, f"cursor message: {msg}")
+
+        # smuggling another scope through arguments is refused and changes nothing
+        smuggles = [
+            ("memory_save", {"key": "planted", "content": "from alice", "user_id": "bob"}),
+            ("memory_save", {"key": "planted", "content": "x", "application_id": "other-app"}),
+            ("memory_save", {"key": "planted", "content": "x", "namespace": "facts"}),
+            ("memory_get", {"key": "report-format", "user_id": "bob"}),
+            ("memory_list", {"user_id": "bob", "application_id": app}),
+            ("memory_search", {"query": "needle", "user": "bob"}),
+            ("memory_delete", {"key": "report-format", "user_id": "bob"}),
+        ]
+        for tool, args in smuggles:
+            msg = await alice.error(tool, args)
+            check("does not accept" in msg and "fixed by the application" in msg,
+                  f"{tool} smuggle message: {msg}")
+        check((await alice.ok("memory_get", {"key": "planted"}))["found"] is False,
+              "a rejected call wrote nothing")
+        check((await alice.ok("memory_get", {"key": "report-format"}))["found"] is True,
+              "a rejected delete deleted nothing")
+
+        # an unknown tool is a protocol error, not a silent success
+        try:
+            await alice.session.call_tool("memory_delete_all", {})
+        except McpError as err:
+            check("unknown tool" in str(err), f"unknown tool error: {err}")
+        else:
+            raise AssertionError("unknown tool accepted")
+
+        alice_keys, _ = await all_keys(alice, "memory_list", {}, 100)
+
+    # A second process bound to another user of the same application, on the same store,
+    # sees none of alice's memories, and nothing the smuggling calls named was created.
+    async with Server(binary, store, app, "bob") as bob:
+        listed = await bob.ok("memory_list", {})
+        check(listed["items"] == [], f"bob sees nothing: {listed['items']}")
+        for key in ("planted", "report-format", "note-1"):
+            check((await bob.ok("memory_get", {"key": key}))["found"] is False, f"bob: {key}")
+        check((await bob.ok("memory_search", {"query": "needle"}))["items"] == [], "bob search")
+        check((await bob.ok("memory_delete", {"key": "report-format"}))["deleted"] is False,
+              "bob cannot delete alice's memory")
+        await bob.ok("memory_save", {"key": "report-format", "content": "bob's own"})
+
+    # Alice's application on another app id, and alice's other namespace, are empty too.
+    async with Server(binary, store, "other-app", "alice") as other_app:
+        check((await other_app.ok("memory_list", {}))["items"] == [], "other app sees nothing")
+    async with Server(binary, store, app, "alice", namespace="facts") as other_ns:
+        check((await other_ns.ok("memory_list", {}))["items"] == [], "other namespace empty")
+
+    # Alice again, in a fresh process: exactly what she saved, untouched by bob.
+    async with Server(binary, store, app, "alice") as alice:
+        keys, _ = await all_keys(alice, "memory_list", {}, 100)
+        check(keys == alice_keys, f"alice after restart: {keys}")
+        got = await alice.ok("memory_get", {"key": "report-format"})
+        check(got["memory"]["content"] == "Bullets.", "bob's write stayed in bob's scope")
+
+
+async def fact_tools_scenario(binary, store, app):
+    async with Server(binary, store, app, "carol", namespace="facts", tools="facts") as carol:
+        tools = {tool.name: tool for tool in (await carol.session.list_tools()).tools}
+        check(set(tools) == FACT_TOOLS, f"fact tool names: {sorted(tools)}")
+        check(tools["recall"].annotations.readOnlyHint is True, "recall read-only")
+        check(tools["forget"].annotations.destructiveHint is True, "forget destructive")
+        check(tools["remember"].annotations.destructiveHint is False, "remember only adds")
+        first = await carol.ok("remember", {"text": "prefers the Berlin warehouse"})
+        await carol.ok("remember", {"text": "prefers metric units"})
+        fact_id = first["fact"]["fact_id"]
+        recalled = await carol.ok("recall", {})
+        texts = [fact["text"] for fact in recalled["facts"]]
+        check(texts == ["prefers the Berlin warehouse", "prefers metric units"], f"{texts}")
+        msg = await carol.error("remember", {"text": "x", "user_id": "dave"})
+        check("does not accept" in msg, f"fact smuggle: {msg}")
+        check((await carol.ok("forget", {"fact_id": fact_id}))["forgotten"] is True, "forget")
+        check((await carol.ok("recall", {}))["total"] == 1, "one fact left")
+        msg = await carol.error("recall", {"limit": 1000})
+        check("`limit`" in msg, f"recall limit: {msg}")
+    async with Server(binary, store, app, "dave", namespace="facts", tools="facts") as dave:
+        check((await dave.ok("recall", {}))["facts"] == [], "dave has no facts")
+
+
+async def main():
+    binary, store, app = sys.argv[1:4]
+    await key_tools_scenario(binary, store, app)
+    await fact_tools_scenario(binary, store, app)
+    print("mcp end-to-end scenario passed")
+
+
+if __name__ == "__main__":
+    asyncio.run(asyncio.wait_for(main(), timeout=240))
