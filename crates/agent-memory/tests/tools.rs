@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use agent_memory::tools::{self, ToolErrorKind};
 use agent_memory::{
-    BoxError, Facts, InMemoryStore, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord,
-    MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Revision, ScopedMemory,
-    Source,
+    Facts, InMemoryStore, MemoryScope, MemoryStore, PageRequest, ScopedMemory, Source,
 };
 use serde_json::{json, Value};
 
@@ -466,79 +464,20 @@ async fn stale_revisions_are_conflicts_the_model_can_act_on() {
     );
 }
 
-/// A store whose every operation fails with a storage error carrying private detail.
-#[derive(Debug)]
-struct BrokenStore;
-
-fn broken() -> MemoryError {
-    let detail: BoxError = "connect to postgres://admin:hunter2@db.internal:5432 failed".into();
-    MemoryError::storage_from("postgres", "the query failed", detail)
+/// A real store that fails every operation with a storage error: a SQLite store whose file was
+/// closed. The tool layer must answer with its fixed sentence, whatever the provider said.
+async fn broken_store(dir: &tempfile::TempDir) -> Arc<dyn MemoryStore> {
+    let store = agent_memory::SqliteMemoryStore::new(dir.path().join("closed.db"));
+    store.start().await.expect("start");
+    store.close().await.expect("close");
+    Arc::new(store)
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for BrokenStore {
-    async fn start(&self) -> agent_memory::Result<()> {
-        Ok(())
-    }
-    async fn close(&self) -> agent_memory::Result<()> {
-        Ok(())
-    }
-    async fn put(
-        &self,
-        _: &MemoryScope,
-        _: &str,
-        _: MemoryWrite,
-    ) -> agent_memory::Result<MemoryRecord> {
-        Err(broken())
-    }
-    async fn get(&self, _: &MemoryScope, _: &str) -> agent_memory::Result<Option<MemoryRecord>> {
-        Err(broken())
-    }
-    async fn list(&self, _: &MemoryScope, _: PageRequest) -> agent_memory::Result<MemoryPage> {
-        Err(broken())
-    }
-    async fn search(
-        &self,
-        _: &MemoryScope,
-        _: &str,
-        _: PageRequest,
-    ) -> agent_memory::Result<MemoryPage> {
-        Err(broken())
-    }
-    async fn delete(
-        &self,
-        _: &MemoryScope,
-        _: &str,
-        _: Option<&Revision>,
-    ) -> agent_memory::Result<bool> {
-        Err(broken())
-    }
-    async fn delete_all(&self, _: &MemoryScope) -> agent_memory::Result<u64> {
-        Err(broken())
-    }
-    async fn delete_user(&self, _: &str, _: &str) -> agent_memory::Result<u64> {
-        Err(broken())
-    }
-    async fn list_namespaces(
-        &self,
-        _: &str,
-        _: &str,
-        _: PageRequest,
-    ) -> agent_memory::Result<NamespacePage> {
-        Err(broken())
-    }
-    async fn purge_expired(
-        &self,
-        _: &MemoryScope,
-        _: PageRequest,
-    ) -> agent_memory::Result<MemoryCleanupPage> {
-        Err(broken())
-    }
-}
-
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn storage_failures_hide_provider_internals() {
-    let memory = ScopedMemory::new(Arc::new(BrokenStore), scope("gina"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let memory = ScopedMemory::new(broken_store(&dir).await, scope("gina"));
     let calls = [
         ("memory_save", json!({"key": "k", "content": "x"}), true),
         ("memory_get", json!({"key": "k"}), false),
@@ -551,11 +490,11 @@ async fn storage_failures_hide_provider_internals() {
         assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{tool}");
         assert!(err.message().starts_with("the memory store is unavailable; try again later."));
         assert_eq!(err.message().contains("may or may not"), writes, "{tool}: {err}");
-        for secret in ["postgres", "hunter2", "db.internal", "query"] {
-            assert!(!err.message().contains(secret), "{tool} leaks {secret}: {err}");
+        for detail in ["sqlite", "closed.db", "not started", "SELECT"] {
+            assert!(!err.message().contains(detail), "{tool} leaks {detail}: {err}");
         }
     }
-    let facts = Facts::new(Arc::new(BrokenStore));
+    let facts = Facts::new(broken_store(&dir).await);
     for (tool, args) in [
         ("remember", json!({"text": "x"})),
         ("forget", json!({"fact_id": "x"})),
@@ -563,7 +502,7 @@ async fn storage_failures_hide_provider_internals() {
     ] {
         let err = tools::dispatch_facts(&facts, &scope("gina"), tool, &args).await.unwrap_err();
         assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{tool}");
-        assert!(!err.message().contains("hunter2"));
+        assert!(!err.message().contains("closed.db"), "{tool}: {err}");
     }
 }
 
