@@ -466,6 +466,7 @@ async fn stale_revisions_are_conflicts_the_model_can_act_on() {
 
 /// A real store that fails every operation with a storage error: a SQLite store whose file was
 /// closed. The tool layer must answer with its fixed sentence, whatever the provider said.
+#[cfg(feature = "sqlite")]
 async fn broken_store(dir: &tempfile::TempDir) -> Arc<dyn MemoryStore> {
     let store = agent_memory::SqliteMemoryStore::new(dir.path().join("closed.db"));
     store.start().await.expect("start");
