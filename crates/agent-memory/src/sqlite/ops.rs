@@ -1,0 +1,550 @@
+//! The operations, as blocking functions over one connection. Every statement names the whole
+//! scope (`app_id`, `user_id`, `namespace`) in its `WHERE` clause, binds every value, and takes
+//! "now" as a parameter so expiry follows the store's clock.
+//!
+//! The writing functions (`put`, `delete`, the erase batches, `purge_expired`) run on the
+//! writer thread inside its open `BEGIN IMMEDIATE` transaction (see [`super::pool`]): they
+//! neither begin nor commit, and a failure they return rolls back everything they did.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use super::error::{detected, storage_with, PROVIDER};
+use super::schema::LAST_REVISION;
+use crate::error::{MemoryError, Result};
+use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage};
+use crate::record::{MemoryRecord, Metadata, Revision, Source};
+use crate::scope::MemoryScope;
+use crate::time::Timestamp;
+use crate::write::{WriteCondition, WriteParts};
+
+/// Most keys one `search` call inspects before it returns what it found with a cursor.
+pub(super) const SEARCH_SCAN_LIMIT: usize = 1_000;
+
+/// Most records one `delete_all` or `delete_user` transaction removes; other writers (in this
+/// process or another) get the lock between batches. A literal, so the SQL can spell it.
+macro_rules! erase_batch {
+    () => {
+        1000
+    };
+}
+
+/// [`erase_batch!`] as a number.
+pub(super) const ERASE_BATCH: u64 = erase_batch!();
+
+/// The columns a record is read from, in the order [`decode`] expects.
+macro_rules! record_columns {
+    () => {
+        "key, content, metadata, revision, created_at, updated_at, expires_at, \
+         source_session, source_invocation, source_agent"
+    };
+}
+
+/// The SQL condition for "live at `?now`", with `?now` spelled as given.
+macro_rules! live {
+    ($now:literal) => {
+        concat!("(expires_at IS NULL OR expires_at > ", $now, ")")
+    };
+}
+
+/// The revision token of counter value `n`: lowercase hex without leading zeros.
+pub(super) fn revision_token(n: i64) -> Result<Revision> {
+    Revision::new(format!("{n:x}")).map_err(|_| detected("a stored revision is unreadable"))
+}
+
+/// The counter value of a token this provider issued; `None` for any other token, which then
+/// matches no record.
+pub(super) fn revision_number(revision: &Revision) -> Option<i64> {
+    let token = revision.as_str();
+    let n = i64::from_str_radix(token, 16).ok()?;
+    (n > 0 && format!("{n:x}") == token).then_some(n)
+}
+
+fn timestamp(micros: i64) -> Result<Timestamp> {
+    Timestamp::from_micros(micros).map_err(|_| detected("a stored timestamp is unreadable"))
+}
+
+/// Builds a record from a row selected with `record_columns!()`.
+fn decode(row: &Row<'_>, scope: &MemoryScope) -> Result<MemoryRecord> {
+    let what = "reading a stored record failed";
+    let get_text = |i: usize| row.get::<_, String>(i).map_err(storage_with(what));
+    let get_opt_text = |i: usize| row.get::<_, Option<String>>(i).map_err(storage_with(what));
+    let get_int = |i: usize| row.get::<_, i64>(i).map_err(storage_with(what));
+    let metadata: Metadata = serde_json::from_str(&get_text(2)?)
+        .map_err(|err| MemoryError::storage_from(PROVIDER, "stored metadata is unreadable", err))?;
+    let expires_at = row.get::<_, Option<i64>>(6).map_err(storage_with(what))?;
+    Ok(MemoryRecord {
+        scope: scope.clone(),
+        key: get_text(0)?,
+        content: get_text(1)?,
+        metadata,
+        revision: revision_token(get_int(3)?)?,
+        created_at: timestamp(get_int(4)?)?,
+        updated_at: timestamp(get_int(5)?)?,
+        expires_at: expires_at.map(timestamp).transpose()?,
+        source: Source {
+            session_id: get_opt_text(7)?,
+            invocation_id: get_opt_text(8)?,
+            agent: get_opt_text(9)?,
+        },
+    })
+}
+
+/// Inserts or replaces one record. The condition check and the write run in the writer's
+/// `BEGIN IMMEDIATE` transaction, so no other writer (thread or process) comes between them.
+pub(super) fn put(
+    conn: &Connection,
+    scope: &MemoryScope,
+    key: &str,
+    parts: WriteParts,
+    now: Timestamp,
+) -> Result<MemoryRecord> {
+    let what = "writing a record failed";
+    let expected = match &parts.condition {
+        WriteCondition::Revision(revision) => {
+            // A token this provider never issued matches no live record.
+            Some(revision_number(revision).ok_or_else(MemoryError::stale_revision)?)
+        }
+        WriteCondition::Always | WriteCondition::CreateOnly => None,
+    };
+    let metadata = serde_json::to_string(&parts.metadata)
+        .map_err(|err| MemoryError::storage_from(PROVIDER, "encoding metadata failed", err))?;
+    let now_micros = now.as_micros();
+    let live: Option<(i64, i64)> = conn
+        .prepare_cached(concat!(
+            "SELECT revision, created_at FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 AND ",
+            live!("?5")
+        ))
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                params![
+                    scope.application_id(),
+                    scope.user_id(),
+                    scope.namespace_or_empty(),
+                    key,
+                    now_micros
+                ],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+        })
+        .map_err(storage_with(what))?;
+    match (&parts.condition, live) {
+        (WriteCondition::CreateOnly, Some(_)) => return Err(MemoryError::already_exists()),
+        (WriteCondition::Revision(_), Some((revision, _))) if Some(revision) == expected => {}
+        (WriteCondition::Revision(_), _) => return Err(MemoryError::stale_revision()),
+        _ => {}
+    }
+    let created_at = live.map_or(now_micros, |(_, created_at)| created_at);
+    let revision: i64 = conn
+        .prepare_cached("UPDATE memory_meta SET value = value + 1 WHERE name = ?1 RETURNING value")
+        .and_then(|mut stmt| stmt.query_row([LAST_REVISION], |row| row.get(0)))
+        .map_err(storage_with(what))?;
+    let expires_at = parts.expires_at.map(Timestamp::as_micros);
+    conn.prepare_cached(
+        "INSERT INTO memory_records (app_id, user_id, namespace, key, content, metadata, \
+         source_session, source_invocation, source_agent, revision, created_at, updated_at, \
+         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         ON CONFLICT (app_id, user_id, namespace, key) DO UPDATE SET \
+         content = excluded.content, metadata = excluded.metadata, \
+         source_session = excluded.source_session, \
+         source_invocation = excluded.source_invocation, source_agent = excluded.source_agent, \
+         revision = excluded.revision, created_at = excluded.created_at, \
+         updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            scope.application_id(),
+            scope.user_id(),
+            scope.namespace_or_empty(),
+            key,
+            parts.content,
+            metadata,
+            parts.source.session_id,
+            parts.source.invocation_id,
+            parts.source.agent,
+            revision,
+            created_at,
+            now_micros,
+            expires_at,
+        ])
+    })
+    .map_err(storage_with(what))?;
+    Ok(MemoryRecord {
+        scope: scope.clone(),
+        key: key.to_owned(),
+        content: parts.content,
+        metadata: parts.metadata,
+        revision: revision_token(revision)?,
+        created_at: timestamp(created_at)?,
+        updated_at: now,
+        expires_at: parts.expires_at,
+        source: parts.source,
+    })
+}
+
+/// Reads the live record at `key`.
+pub(super) fn get(
+    conn: &Connection,
+    scope: &MemoryScope,
+    key: &str,
+    now: Timestamp,
+) -> Result<Option<MemoryRecord>> {
+    let what = "reading a record failed";
+    let mut stmt = conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 AND ",
+            live!("?5")
+        ))
+        .map_err(storage_with(what))?;
+    let mut rows = stmt
+        .query(params![
+            scope.application_id(),
+            scope.user_id(),
+            scope.namespace_or_empty(),
+            key,
+            now.as_micros()
+        ])
+        .map_err(storage_with(what))?;
+    match rows.next().map_err(storage_with(what))? {
+        Some(row) => decode(row, scope).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Pages live records after `after` in key order.
+pub(super) fn list(
+    conn: &Connection,
+    scope: &MemoryScope,
+    after: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+) -> Result<MemoryPage> {
+    let what = "listing records failed";
+    let mut stmt = conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 AND ",
+            live!("?5"),
+            " ORDER BY key"
+        ))
+        .map_err(storage_with(what))?;
+    // Rows come from the primary key in order, one step at a time: reading stops after
+    // `limit + 1` rows, so no LIMIT is needed (a bound LIMIT would make SQLite re-plan the
+    // statement whenever it is rebound). Every key is at least one byte, so all sort after "".
+    let mut rows = stmt
+        .query(params![
+            scope.application_id(),
+            scope.user_id(),
+            scope.namespace_or_empty(),
+            after.unwrap_or(""),
+            now.as_micros(),
+        ])
+        .map_err(storage_with(what))?;
+    let mut items = Vec::with_capacity(limit);
+    let mut more = false;
+    while let Some(row) = rows.next().map_err(storage_with(what))? {
+        if items.len() == limit {
+            more = true;
+            break;
+        }
+        items.push(decode(row, scope)?);
+    }
+    let next_cursor = match items.last() {
+        Some(last) if more => Some(Cursor::for_scope(CursorKind::List, scope, &last.key)),
+        _ => None,
+    };
+    Ok(MemoryPage { items, next_cursor })
+}
+
+/// Pages live records containing `query`, inspecting at most [`SEARCH_SCAN_LIMIT`] keys.
+pub(super) fn search(
+    conn: &Connection,
+    scope: &MemoryScope,
+    query: &str,
+    after: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+) -> Result<MemoryPage> {
+    let what = "searching records failed";
+    // `instr` compares the UTF-8 bytes exactly: a literal, case-sensitive match in which no
+    // character is special. Only matching rows have their other columns read.
+    let mut stmt = conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            record_columns!(),
+            ", ",
+            live!("?6"),
+            " AND instr(content, ?5) > 0 FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 ORDER BY key"
+        ))
+        .map_err(storage_with(what))?;
+    let mut rows = stmt
+        .query(params![
+            scope.application_id(),
+            scope.user_id(),
+            scope.namespace_or_empty(),
+            after.unwrap_or(""),
+            query,
+            now.as_micros(),
+        ])
+        .map_err(storage_with(what))?;
+    let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit);
+    let mut inspected = 0usize;
+    let mut last_inspected: Option<String> = None;
+    let mut position: Option<String> = None;
+    while let Some(row) = rows.next().map_err(storage_with(what))? {
+        if inspected == SEARCH_SCAN_LIMIT {
+            // A key follows the bounded scan: the next call continues after the last key
+            // inspected.
+            position = last_inspected.take();
+            break;
+        }
+        inspected += 1;
+        let hit: bool = row.get(10).map_err(storage_with(what))?;
+        if hit {
+            if items.len() == limit {
+                // Another match follows a full page.
+                position = items.last().map(|last| last.key.clone());
+                break;
+            }
+            items.push(decode(row, scope)?);
+        }
+        if inspected == SEARCH_SCAN_LIMIT {
+            last_inspected = Some(row.get(0).map_err(storage_with(what))?);
+        }
+    }
+    let next_cursor = position.map(|key| Cursor::for_scope(CursorKind::Search, scope, &key));
+    Ok(MemoryPage { items, next_cursor })
+}
+
+/// Removes the record at `key`; with `expected`, only the live record holding that revision.
+pub(super) fn delete(
+    conn: &Connection,
+    scope: &MemoryScope,
+    key: &str,
+    expected: Option<&Revision>,
+    now: Timestamp,
+) -> Result<bool> {
+    let what = "deleting a record failed";
+    let expected = match expected {
+        Some(revision) => Some(revision_number(revision).ok_or_else(MemoryError::stale_revision)?),
+        None => None,
+    };
+    let existed = match expected {
+        None => {
+            let removed: Option<bool> = conn
+                .prepare_cached(concat!(
+                    "DELETE FROM memory_records ",
+                    "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 ",
+                    "RETURNING ",
+                    live!("?5")
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(
+                        params![
+                            scope.application_id(),
+                            scope.user_id(),
+                            scope.namespace_or_empty(),
+                            key,
+                            now.as_micros()
+                        ],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(storage_with(what))?;
+            removed.unwrap_or(false)
+        }
+        Some(revision) => {
+            let removed = conn
+                .prepare_cached(concat!(
+                    "DELETE FROM memory_records ",
+                    "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 ",
+                    "AND revision = ?6 AND ",
+                    live!("?5")
+                ))
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        scope.application_id(),
+                        scope.user_id(),
+                        scope.namespace_or_empty(),
+                        key,
+                        now.as_micros(),
+                        revision
+                    ])
+                })
+                .map_err(storage_with(what))?;
+            if removed == 0 {
+                return Err(MemoryError::stale_revision());
+            }
+            true
+        }
+    };
+    Ok(existed)
+}
+
+/// Removes up to [`ERASE_BATCH`] records of one namespace, expired ones included.
+pub(super) fn erase_namespace_batch(conn: &Connection, scope: &MemoryScope) -> Result<u64> {
+    erase_batch(
+        conn,
+        concat!(
+            "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ",
+            "AND key IN (SELECT key FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ORDER BY key LIMIT ",
+            erase_batch!(),
+            ")"
+        ),
+        params![scope.application_id(), scope.user_id(), scope.namespace_or_empty()],
+    )
+}
+
+/// Removes up to [`ERASE_BATCH`] records of one application user, every namespace.
+pub(super) fn erase_user_batch(conn: &Connection, app: &str, user: &str) -> Result<u64> {
+    erase_batch(
+        conn,
+        concat!(
+            "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 ",
+            "AND (namespace, key) IN (SELECT namespace, key FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 ORDER BY namespace, key LIMIT ",
+            erase_batch!(),
+            ")"
+        ),
+        params![app, user],
+    )
+}
+
+fn erase_batch(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<u64> {
+    let what = "erasing records failed";
+    let removed = conn
+        .prepare_cached(sql)
+        .and_then(|mut stmt| stmt.execute(params))
+        .map_err(storage_with(what))?;
+    Ok(u64::try_from(removed).unwrap_or(u64::MAX))
+}
+
+/// Pages the namespaces of one application user that hold any record, expired ones included.
+/// Each namespace is one index seek, however many records it holds.
+pub(super) fn list_namespaces(
+    conn: &Connection,
+    app: &str,
+    user: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<NamespacePage> {
+    let what = "listing namespaces failed";
+    let base = MemoryScope::new(app, user)?;
+    let mut first = conn
+        .prepare_cached(
+            "SELECT namespace FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
+             AND namespace >= ?3 ORDER BY namespace LIMIT 1",
+        )
+        .map_err(storage_with(what))?;
+    let mut next = conn
+        .prepare_cached(
+            "SELECT namespace FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
+             AND namespace > ?3 ORDER BY namespace LIMIT 1",
+        )
+        .map_err(storage_with(what))?;
+    let mut names: Vec<String> = Vec::with_capacity(limit + 1);
+    let mut position = after.map(str::to_owned);
+    while names.len() <= limit {
+        let found: Option<String> = match &position {
+            // The default namespace is "", the smallest name: a first page starts there.
+            None => first.query_row(params![app, user, ""], |row| row.get(0)),
+            Some(after) => next.query_row(params![app, user, after], |row| row.get(0)),
+        }
+        .optional()
+        .map_err(storage_with(what))?;
+        let Some(name) = found else { break };
+        position = Some(name.clone());
+        names.push(name);
+    }
+    let more = names.len() > limit;
+    names.truncate(limit);
+    let items = names
+        .iter()
+        .map(|name| match name.as_str() {
+            "" => Ok(base.clone()),
+            named => {
+                base.with_namespace(named).map_err(|_| detected("a stored namespace is unreadable"))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let next_cursor = match names.last() {
+        Some(last) if more => Some(Cursor::for_user(app, user, last)),
+        _ => None,
+    };
+    Ok(NamespacePage { items, next_cursor })
+}
+
+/// Inspects at most `limit` keys after `after` and removes the expired ones among them.
+pub(super) fn purge_expired(
+    conn: &Connection,
+    scope: &MemoryScope,
+    after: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+) -> Result<MemoryCleanupPage> {
+    let what = "purging expired records failed";
+    let after = after.unwrap_or("");
+    let keys: Vec<String> = conn
+        .prepare_cached(
+            "SELECT key FROM memory_records \
+             WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 \
+             ORDER BY key",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(
+                params![scope.application_id(), scope.user_id(), scope.namespace_or_empty(), after],
+                |row| row.get(0),
+            )?
+            .take(limit + 1)
+            .collect()
+        })
+        .map_err(storage_with(what))?;
+    let more = keys.len() > limit;
+    let Some(last) = keys[..keys.len().min(limit)].last() else {
+        return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
+    };
+    let deleted = conn
+        .prepare_cached(
+            "DELETE FROM memory_records \
+             WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 AND key <= ?5 \
+             AND expires_at IS NOT NULL AND expires_at <= ?6",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                scope.application_id(),
+                scope.user_id(),
+                scope.namespace_or_empty(),
+                after,
+                last,
+                now.as_micros()
+            ])
+        })
+        .map_err(storage_with(what))?;
+    let next_cursor = more.then(|| Cursor::for_scope(CursorKind::Purge, scope, last));
+    Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_tokens_round_trip_and_reject_lookalikes() {
+        let token = revision_token(255).expect("valid");
+        assert_eq!(token.as_str(), "ff");
+        assert_eq!(revision_number(&token), Some(255));
+        for foreign in ["0ff", "FF", "0", "-1", "zz", "ffffffffffffffffff"] {
+            let revision = Revision::new(foreign).expect("printable");
+            assert_eq!(revision_number(&revision), None, "{foreign}");
+        }
+    }
+}

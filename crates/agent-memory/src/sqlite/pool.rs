@@ -1,0 +1,291 @@
+//! The threads and connections one started store owns: one writer thread that commits in
+//! groups, and a few reader threads.
+//!
+//! SQLite calls block, so no connection is ever used on an async runtime's thread. Each
+//! connection lives on its own dedicated thread and receives work through a channel; the
+//! caller awaits a one-shot reply. Under load a thread takes the next job without sleeping, so
+//! a busy store pays no thread wake-up per operation.
+//!
+//! **Group commit.** The writer thread takes every write job that is waiting (up to
+//! [`MAX_GROUP`]) and runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
+//! savepoint: a job that fails (a revision conflict, say) is rolled back to its savepoint
+//! alone, and the others commit. Replies are sent only after `COMMIT` returns, so a write is
+//! acknowledged only once it is in the log; if the commit fails, every job of the group that
+//! had succeeded gets a `Storage` error (its write may or may not have committed). Jobs of one
+//! group run one after another under the write lock, so a compare-and-set still sees every
+//! write before it.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::error::{describe, detected, storage, PROVIDER};
+use super::schema::{self, Role};
+use super::Settings;
+use crate::error::{MemoryError, Result};
+
+/// Most write jobs committed in one transaction.
+const MAX_GROUP: usize = 64;
+
+/// The store's threads. Dropping the pool closes the channels; each thread then finishes the
+/// jobs already queued, closes its connection and exits.
+#[derive(Debug)]
+pub(super) struct Pool {
+    writer: Option<Sender<Box<dyn WriteJob>>>,
+    /// One channel per reader thread, served in turn.
+    readers: Vec<Sender<ReadJob>>,
+    next_reader: AtomicUsize,
+    /// The reader threads, then the writer thread last.
+    threads: Vec<JoinHandle<Result<()>>>,
+}
+
+type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+/// A write waiting for the writer thread.
+trait WriteJob: Send {
+    /// Runs the job inside the open transaction; returns whether it succeeded, and how to
+    /// reply once the transaction's fate is known.
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Box<dyn Reply>);
+    /// Replies with `err` without running.
+    fn fail(self: Box<Self>, err: MemoryError);
+}
+
+/// The reply of a job that ran, sent once the commit succeeded or failed.
+trait Reply: Send {
+    fn send(self: Box<Self>, commit: std::result::Result<(), &CommitFailure>);
+}
+
+/// Why a group's transaction did not commit, shared by every job of the group.
+#[derive(Debug, Clone)]
+struct CommitFailure(Arc<rusqlite::Error>);
+
+impl CommitFailure {
+    fn to_error(&self) -> MemoryError {
+        let what = describe("committing a write failed", &self.0);
+        MemoryError::storage_from(PROVIDER, what, Arc::clone(&self.0))
+    }
+}
+
+struct Pending<T, F> {
+    f: F,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+struct Ready<T> {
+    result: Result<T>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> WriteJob for Pending<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Box<dyn Reply>) {
+        let result = (self.f)(conn);
+        (result.is_ok(), Box::new(Ready { result, reply: self.reply }))
+    }
+
+    fn fail(self: Box<Self>, err: MemoryError) {
+        // The caller may have stopped waiting; nothing to do then.
+        let _ = self.reply.send(Err(err));
+    }
+}
+
+impl<T: Send> Reply for Ready<T> {
+    fn send(self: Box<Self>, commit: std::result::Result<(), &CommitFailure>) {
+        let result = match (commit, self.result) {
+            (Err(failure), Ok(_)) => Err(failure.to_error()),
+            (_, result) => result,
+        };
+        let _ = self.reply.send(result);
+    }
+}
+
+impl Pool {
+    /// Opens the writer, creates or checks the schema, opens the readers, and starts one
+    /// thread per connection. Blocks.
+    pub(super) fn open(path: &Path, settings: &Settings) -> Result<Self> {
+        let mut writer = schema::connect(path, settings, Role::Writer)?;
+        schema::prepare(&mut writer, settings)?;
+        let readers = (0..settings.readers.max(1))
+            .map(|_| schema::connect(path, settings, Role::Reader))
+            .collect::<Result<Vec<_>>>()?;
+
+        let mut threads = Vec::with_capacity(readers.len() + 1);
+        let mut read_txs = Vec::with_capacity(readers.len());
+        for conn in readers {
+            let (read_tx, read_rx) = mpsc::channel::<ReadJob>();
+            read_txs.push(read_tx);
+            threads.push(spawn("amem-sql-reader", move || reader_loop(conn, read_rx))?);
+        }
+        let (write_tx, write_rx) = mpsc::channel::<Box<dyn WriteJob>>();
+        threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx))?);
+        Ok(Self {
+            writer: Some(write_tx),
+            readers: read_txs,
+            next_reader: AtomicUsize::new(0),
+            threads,
+        })
+    }
+
+    /// Queues `f` for the writer thread; the reply arrives once its group committed.
+    pub(super) fn write<T, F>(&self, f: F) -> Result<oneshot::Receiver<Result<T>>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, receiver) = oneshot::channel();
+        let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
+        self.writer.as_ref().ok_or_else(stopped)?.send(job).map_err(|_| stopped())?;
+        Ok(receiver)
+    }
+
+    /// Queues `f` for the next reader thread in turn. Every read is short (a bounded number of
+    /// rows), so taking turns spreads load as well as picking an idle thread would, without a
+    /// shared queue whose lock every thread would wake up for.
+    pub(super) fn read<T, F>(&self, f: F) -> Result<oneshot::Receiver<Result<T>>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, receiver) = oneshot::channel();
+        let job: ReadJob = Box::new(move |conn| {
+            let _ = reply.send(f(conn));
+        });
+        let turn = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let reader = self.readers.get(turn % self.readers.len().max(1)).ok_or_else(stopped)?;
+        reader.send(job).map_err(|_| stopped())?;
+        Ok(receiver)
+    }
+
+    /// Stops the threads once they have finished the queued jobs, and reports the first
+    /// failure to close a connection. Blocks. The readers close first, so the writer's
+    /// connection is the file's last one in this process: closing it checkpoints the
+    /// write-ahead log into the database file and removes the log (unless another process still
+    /// has the file open).
+    pub(super) fn close(mut self) -> Result<()> {
+        let mut first_error = None;
+        let writer_thread = self.threads.pop();
+        self.readers.clear();
+        for thread in std::mem::take(&mut self.threads) {
+            first_error = first_error.or(join(thread).err());
+        }
+        self.writer = None;
+        if let Some(thread) = writer_thread {
+            first_error = first_error.or(join(thread).err());
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn join(thread: JoinHandle<Result<()>>) -> Result<()> {
+    thread.join().unwrap_or_else(|_| Err(detected("a database thread panicked")))
+}
+
+fn stopped() -> MemoryError {
+    detected("the database threads have stopped")
+}
+
+fn spawn(
+    name: &str,
+    body: impl FnOnce() -> Result<()> + Send + 'static,
+) -> Result<JoinHandle<Result<()>>> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(body).map_err(|err| {
+        MemoryError::storage_from(PROVIDER, "starting a database thread failed", err)
+    })
+}
+
+fn close_connection(conn: Connection) -> Result<()> {
+    conn.close().map_err(|(_, err)| storage("closing the database failed", err))
+}
+
+fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
+    while let Ok(job) = jobs.recv() {
+        // A panicking job drops its reply, which the caller sees as a failed task; the
+        // connection holds no transaction between jobs, so it stays usable.
+        let _ = catch_unwind(AssertUnwindSafe(|| job(&conn)));
+    }
+    close_connection(conn)
+}
+
+fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn WriteJob>>) -> Result<()> {
+    while let Ok(first) = jobs.recv() {
+        let mut group = Vec::with_capacity(MAX_GROUP);
+        group.push(first);
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        commit_group(&conn, group);
+    }
+    close_connection(conn)
+}
+
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// Runs one group of write jobs in one transaction; see the module docs.
+fn commit_group(conn: &Connection, group: Vec<Box<dyn WriteJob>>) {
+    if let Err(err) = exec(conn, "BEGIN IMMEDIATE") {
+        let failure = CommitFailure(Arc::new(err));
+        for job in group {
+            job.fail(failure.to_error());
+        }
+        return;
+    }
+    let mut replies: Vec<Box<dyn Reply>> = Vec::with_capacity(group.len());
+    let mut broken: Option<rusqlite::Error> = None;
+    for job in group {
+        if broken.is_some() {
+            job.fail(detected("committing a write failed"));
+            continue;
+        }
+        if let Err(err) = exec(conn, "SAVEPOINT job") {
+            job.fail(storage("writing failed", err));
+            continue;
+        }
+        let ran: std::result::Result<_, Box<dyn Any + Send>> =
+            catch_unwind(AssertUnwindSafe(|| job.run(conn)));
+        let succeeded = matches!(ran, Ok((true, _)));
+        let undo = if succeeded { Ok(()) } else { exec(conn, "ROLLBACK TO job") };
+        match undo.and_then(|()| exec(conn, "RELEASE job")) {
+            Ok(()) => {}
+            // The job's changes could not be undone: none of this group may commit.
+            Err(err) => broken = Some(err),
+        }
+        if let Ok((_, reply)) = ran {
+            replies.push(reply);
+        }
+    }
+    let outcome = match broken {
+        Some(err) => Err(err),
+        None => exec(conn, "COMMIT"),
+    };
+    match outcome {
+        Ok(()) => {
+            for reply in replies {
+                reply.send(Ok(()));
+            }
+        }
+        Err(err) => {
+            // Leave no transaction open for the next group; if even this fails, the next
+            // BEGIN reports it.
+            let _ = exec(conn, "ROLLBACK");
+            let failure = CommitFailure(Arc::new(err));
+            for reply in replies {
+                reply.send(Err(&failure));
+            }
+        }
+    }
+}

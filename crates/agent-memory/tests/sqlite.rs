@@ -1,0 +1,671 @@
+#![cfg(feature = "sqlite")]
+//! The SQLite provider: the whole conformance suite on a fresh file per case, then what only a
+//! file-backed store has to prove: restarts, several stores and processes on one file, a
+//! process killed mid-write, files that are not ours, and read-only files.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_memory::conformance::Fixture;
+use agent_memory::sqlite::SqliteMemoryStore;
+use agent_memory::{
+    ManualClock, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, MemoryScope,
+    MemoryStore, MemoryWrite, NamespacePage, PageRequest, Revision,
+};
+use serde_json::json;
+use tempfile::TempDir;
+
+/// A store on a file in its own temporary folder, removed when the store is dropped.
+#[derive(Debug)]
+struct TempStore {
+    store: SqliteMemoryStore,
+    _dir: TempDir,
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for TempStore {
+    async fn start(&self) -> agent_memory::Result<()> {
+        self.store.start().await
+    }
+    async fn close(&self) -> agent_memory::Result<()> {
+        self.store.close().await
+    }
+    async fn put(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        write: MemoryWrite,
+    ) -> agent_memory::Result<MemoryRecord> {
+        self.store.put(scope, key, write).await
+    }
+    async fn get(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+    ) -> agent_memory::Result<Option<MemoryRecord>> {
+        self.store.get(scope, key).await
+    }
+    async fn list(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> agent_memory::Result<MemoryPage> {
+        self.store.list(scope, page).await
+    }
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        page: PageRequest,
+    ) -> agent_memory::Result<MemoryPage> {
+        self.store.search(scope, query, page).await
+    }
+    async fn delete(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        expected_revision: Option<&Revision>,
+    ) -> agent_memory::Result<bool> {
+        self.store.delete(scope, key, expected_revision).await
+    }
+    async fn delete_all(&self, scope: &MemoryScope) -> agent_memory::Result<u64> {
+        self.store.delete_all(scope).await
+    }
+    async fn delete_user(&self, application_id: &str, user_id: &str) -> agent_memory::Result<u64> {
+        self.store.delete_user(application_id, user_id).await
+    }
+    async fn list_namespaces(
+        &self,
+        application_id: &str,
+        user_id: &str,
+        page: PageRequest,
+    ) -> agent_memory::Result<NamespacePage> {
+        self.store.list_namespaces(application_id, user_id, page).await
+    }
+    async fn purge_expired(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> agent_memory::Result<MemoryCleanupPage> {
+        self.store.purge_expired(scope, page).await
+    }
+}
+
+async fn store() -> Fixture {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let clock = ManualClock::starting_now();
+    let store = SqliteMemoryStore::builder(dir.path().join("memories.db"))
+        .clock(Arc::new(clock.clone()))
+        .build();
+    Fixture::new(Arc::new(TempStore { store, _dir: dir })).with_clock(clock)
+}
+
+agent_memory::conformance_tests!(store);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn scope(user: &str) -> MemoryScope {
+    MemoryScope::new("sqlite-tests", user).expect("valid ids")
+}
+
+/// The content written under `key` by the multi-process tests, so a reader can check it.
+fn content_for(key: &str) -> String {
+    format!("content of {key}: {}", "x".repeat(200))
+}
+
+fn read_bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).expect("the file is readable")
+}
+
+fn folder_listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the folder is readable")
+        .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Increments the counter at `key` with a compare-and-set loop; conflicts are retried,
+/// anything else is returned.
+async fn increment(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
+) -> agent_memory::Result<()> {
+    loop {
+        let write = match store.get(scope, key).await? {
+            Some(current) => {
+                let n: u64 = current.content.parse().expect("a counter");
+                MemoryWrite::new((n + 1).to_string()).expected_revision(current.revision)
+            }
+            None => MemoryWrite::new("1").create_only(),
+        };
+        match store.put(scope, key, write).await {
+            Ok(_) => return Ok(()),
+            Err(MemoryError::Conflict { .. }) => continue,
+            Err(other) => return Err(other),
+        }
+    }
+}
+
+/// Formats an error with its whole source chain, for failure messages.
+fn chain(err: &MemoryError) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+// Child processes: the test binary runs itself with these variables set, and the named test
+// then plays the child's part instead of the parent's.
+const ROLE_VAR: &str = "AGENT_MEMORY_SQLITE_TEST_ROLE";
+const FILE_VAR: &str = "AGENT_MEMORY_SQLITE_TEST_FILE";
+
+fn child_role() -> Option<(String, PathBuf)> {
+    let role = std::env::var(ROLE_VAR).ok()?;
+    let file = std::env::var_os(FILE_VAR)?;
+    Some((role, PathBuf::from(file)))
+}
+
+fn spawn_self(test: &str, role: &str, file: &Path) -> Child {
+    Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1", "--quiet"])
+        .env(ROLE_VAR, role)
+        .env(FILE_VAR, file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the test binary starts again as a child")
+}
+
+/// Prints one protocol line to the real stdout (not the test harness's capture) at once.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    out.write_all(format!("{line}\n").as_bytes()).expect("stdout is writable");
+    out.flush().expect("stdout flushes");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restarts
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_and_revisions_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("nested").join("folders").join("memories.db");
+    let clock = ManualClock::starting_now();
+    let open = || SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    let first = open();
+    first.start().await.expect("start creates the folders and the file");
+    let s = scope("restart").with_namespace("notes").expect("valid namespace");
+    let written = first
+        .put(
+            &s,
+            "k/ü",
+            MemoryWrite::new("survives")
+                .metadata(json!({"tags": ["a", "b"], "n": 1.5}))
+                .source(agent_memory::Source::default().session("s-1").agent("agent")),
+        )
+        .await
+        .expect("put");
+    let doomed = first.put(&s, "doomed", MemoryWrite::new("v1")).await.expect("put");
+    first.close().await.expect("close");
+
+    let second = open();
+    second.start().await.expect("start on an existing file");
+    assert_eq!(second.get(&s, "k/ü").await.expect("get"), Some(written.clone()));
+    assert!(second.delete(&s, "doomed", Some(&doomed.revision)).await.expect("delete"));
+    let recreated = second.put(&s, "doomed", MemoryWrite::new("v2")).await.expect("put");
+    assert_ne!(recreated.revision, doomed.revision, "no revision reuse after a restart");
+    assert_ne!(recreated.revision, written.revision);
+    let stale = second
+        .put(&s, "doomed", MemoryWrite::new("v3").expected_revision(doomed.revision.clone()))
+        .await
+        .expect_err("the old revision must not match the re-created record");
+    assert!(stale.is_conflict());
+
+    // Erasing the user leaves the counter, so revisions still never repeat.
+    assert_eq!(second.delete_user("sqlite-tests", "restart").await.expect("delete_user"), 2);
+    let again = second.put(&s, "doomed", MemoryWrite::new("v4")).await.expect("put");
+    assert!(![&written.revision, &doomed.revision, &recreated.revision].contains(&&again.revision));
+    second.close().await.expect("close");
+}
+
+/// `delete_user` leaves no trace of the user in the file: no row, and (with secure delete) not
+/// even the bytes of their ids or content in free space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_user_leaves_no_bytes_of_the_user_in_the_file() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("erase.db");
+    let store = SqliteMemoryStore::new(&path);
+    store.start().await.expect("start");
+    let erased = MemoryScope::new("sqlite-tests", "erased-user-7f3a").expect("valid ids");
+    let kept = scope("kept-user");
+    for (i, namespace) in ["", "notes", "prefs"].into_iter().enumerate() {
+        let target = match namespace {
+            "" => erased.clone(),
+            named => erased.with_namespace(named).expect("valid namespace"),
+        };
+        for n in 0..400 {
+            let write = MemoryWrite::new(format!("PRIVATE-CONTENT-{i}-{n} {}", "z".repeat(300)))
+                .metadata(json!({"secret": "PRIVATE-METADATA"}));
+            store.put(&target, &format!("key-{n}"), write).await.expect("put");
+        }
+    }
+    store.put(&kept, "k", MemoryWrite::new("KEPT-CONTENT")).await.expect("put");
+    assert_eq!(store.delete_user("sqlite-tests", "erased-user-7f3a").await.expect("erase"), 1200);
+    let namespaces = store
+        .list_namespaces("sqlite-tests", "erased-user-7f3a", PageRequest::default())
+        .await
+        .expect("list namespaces");
+    assert!(namespaces.items.is_empty());
+    store.close().await.expect("close checkpoints the log into the file");
+
+    let bytes = read_bytes(&path);
+    let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(contains("KEPT-CONTENT"), "the other user's record is still there");
+    for trace in ["erased-user-7f3a", "PRIVATE-CONTENT", "PRIVATE-METADATA"] {
+        assert!(!contains(trace), "{trace} is still in the file");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_before_start_and_after_close_are_storage_errors() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("memories.db");
+    let store = SqliteMemoryStore::new(&path);
+    let s = scope("lifecycle");
+    let err = store.get(&s, "k").await.expect_err("not started");
+    assert!(err.is_storage());
+    assert!(!path.exists(), "building a store touches nothing");
+    store.start().await.expect("start");
+    store.start().await.expect("start is idempotent");
+    store.put(&s, "k", MemoryWrite::new("v")).await.expect("put");
+    store.close().await.expect("close");
+    store.close().await.expect("close is idempotent");
+    assert!(store.put(&s, "k", MemoryWrite::new("v")).await.expect_err("closed").is_storage());
+    assert!(store.list(&s, PageRequest::default()).await.expect_err("closed").is_storage());
+    // Validation still comes first.
+    assert!(store.get(&s, "").await.expect_err("bad key").is_invalid());
+    store.start().await.expect("start again after close");
+    assert_eq!(store.get(&s, "k").await.expect("get").map(|r| r.content), Some("v".into()));
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_accepts_both_url_forms() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("by-url.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = agent_memory::open(&url).expect("sqlite: URL");
+    store.start().await.expect("start");
+    store.put(&scope("url"), "k", MemoryWrite::new("v")).await.expect("put");
+    store.close().await.expect("close");
+    // `sqlite://` + an absolute path gives three slashes.
+    let again = agent_memory::open(&format!("sqlite://{}", path.display())).expect("sqlite:// URL");
+    again.start().await.expect("start");
+    assert!(again.get(&scope("url"), "k").await.expect("get").is_some());
+    again.close().await.expect("close");
+
+    let default = SqliteMemoryStore::at_default_path().map(|s| s.path().to_owned());
+    assert_eq!(default.ok(), agent_memory::default_sqlite_path().ok());
+    let relative = SqliteMemoryStore::from_url("SQLITE://data/m.db").expect("relative");
+    assert_eq!(relative.path(), Path::new("data/m.db"));
+    for bad in ["sqlite:", "sqlite://", "sqlite::memory:", "sqlite:/x.db?cache=shared"] {
+        let err = SqliteMemoryStore::from_url(bad).expect_err(bad);
+        assert!(matches!(err, MemoryError::Invalid { field: "url", .. }), "{bad}: {err}");
+        assert!(!err.to_string().contains("x.db"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several stores and processes on one file
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_in_one_process() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("shared.db");
+    let a = Arc::new(SqliteMemoryStore::new(&path));
+    let b = Arc::new(SqliteMemoryStore::new(&path));
+    let (started_a, started_b) = tokio::join!(a.start(), b.start());
+    started_a.expect("first store starts");
+    started_b.expect("second store starts on the same new file");
+    let s = scope("two-stores");
+    let mut tasks = Vec::new();
+    for task in 0..8 {
+        let store: Arc<SqliteMemoryStore> = if task % 2 == 0 { a.clone() } else { b.clone() };
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                increment(store.as_ref(), &s, "counter").await.map_err(|e| chain(&e))?;
+                let key = format!("t{task}-{i}");
+                store
+                    .put(&s, &key, MemoryWrite::new(content_for(&key)))
+                    .await
+                    .map_err(|e| chain(&e))?;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for task in tasks {
+        task.await.expect("the task ran").expect("no storage error");
+    }
+    let counter = b.get(&s, "counter").await.expect("get").expect("present");
+    assert_eq!(counter.content, "200", "every compare-and-set increment counted exactly once");
+    for task in 0..8 {
+        let reader = if task % 2 == 0 { &b } else { &a };
+        let key = format!("t{task}-24");
+        let record = reader.get(&s, &key).await.expect("get").expect("the other store's write");
+        assert_eq!(record.content, content_for(&key));
+    }
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+const TWO_PROCESS_OPS: usize = 150;
+
+/// Writes from a child process and this one at the same time: compare-and-set increments on
+/// one shared counter plus unconditional writes. Nobody may see a storage error (such as
+/// `database is locked`), and no increment may be lost.
+#[test]
+fn two_processes_on_one_file() {
+    if let Some((role, file)) = child_role() {
+        assert_eq!(role, "two-process-writer");
+        runtime().block_on(two_process_worker(&file, "child", true));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("shared.db");
+    let mut child = spawn_self("two_processes_on_one_file", "two-process-writer", &path);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    // Both processes race to create the schema, then write side by side.
+    runtime().block_on(two_process_worker(&path, "parent", false));
+    let mut child_done = false;
+    for line in lines.by_ref() {
+        child_done |= line.expect("a line") == "done";
+    }
+    let status = child.wait().expect("the child exits");
+    assert!(status.success() && child_done, "the child process failed: {status}");
+
+    runtime().block_on(async {
+        let store = SqliteMemoryStore::new(&path);
+        store.start().await.expect("start");
+        let s = scope("two-processes");
+        let counter = store.get(&s, "counter").await.expect("get").expect("present");
+        assert_eq!(counter.content, (2 * TWO_PROCESS_OPS).to_string());
+        for who in ["parent", "child"] {
+            for i in 0..TWO_PROCESS_OPS {
+                let key = format!("{who}-{i}");
+                let record = store.get(&s, &key).await.expect("get").expect("written");
+                assert_eq!(record.content, content_for(&key));
+            }
+        }
+        store.close().await.expect("close");
+    });
+}
+
+async fn two_process_worker(path: &Path, who: &str, announce: bool) {
+    let store = SqliteMemoryStore::new(path);
+    store.start().await.unwrap_or_else(|e| panic!("{who}: start failed: {}", chain(&e)));
+    let s = scope("two-processes");
+    for i in 0..TWO_PROCESS_OPS {
+        increment(&store, &s, "counter")
+            .await
+            .unwrap_or_else(|e| panic!("{who}: increment failed: {}", chain(&e)));
+        let key = format!("{who}-{i}");
+        store
+            .put(&s, &key, MemoryWrite::new(content_for(&key)))
+            .await
+            .unwrap_or_else(|e| panic!("{who}: put failed: {}", chain(&e)));
+    }
+    store.close().await.unwrap_or_else(|e| panic!("{who}: close failed: {}", chain(&e)));
+    if announce {
+        say("done");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durability: a writer killed with SIGKILL loses nothing it acknowledged
+
+const ACKS_BEFORE_KILL: usize = 300;
+
+#[cfg(unix)]
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    if let Some((role, file)) = child_role() {
+        assert_eq!(role, "sigkill-writer");
+        runtime().block_on(sigkill_writer(&file));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("killed.db");
+    let mut child = spawn_self("acknowledged_writes_survive_sigkill", "sigkill-writer", &path);
+    let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut acked: Vec<(String, String)> = Vec::new();
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut killed = false;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).expect("read the child's output");
+        if read == 0 {
+            break; // the pipe is closed: the child is gone
+        }
+        // A line cut short by the kill is not an acknowledgement.
+        if let Some(ack) = line.strip_suffix('\n').and_then(|l| l.strip_prefix("ack ")) {
+            let (key, revision) = ack.split_once(' ').expect("ack KEY REVISION");
+            acked.push((key.to_owned(), revision.to_owned()));
+        }
+        if !killed && (acked.len() >= ACKS_BEFORE_KILL || Instant::now() > deadline) {
+            child.kill().expect("SIGKILL the writer mid-stream");
+            killed = true;
+        }
+    }
+    let status = child.wait().expect("the child is reaped");
+    assert!(killed && !status.success(), "the writer was killed, not finished: {status}");
+    assert!(acked.len() >= ACKS_BEFORE_KILL, "only {} acknowledgements arrived", acked.len());
+
+    // The killed process left its write-ahead log behind; opening the file recovers it.
+    let conn = rusqlite::Connection::open(&path).expect("open for an integrity check");
+    let check: String =
+        conn.query_row("PRAGMA integrity_check", [], |row| row.get(0)).expect("integrity check");
+    assert_eq!(check, "ok");
+    drop(conn);
+    runtime().block_on(async {
+        let store = SqliteMemoryStore::new(&path);
+        store.start().await.expect("reopen after the kill");
+        let s = scope("sigkill");
+        for (key, revision) in &acked {
+            let record = store
+                .get(&s, key)
+                .await
+                .expect("get")
+                .unwrap_or_else(|| panic!("acknowledged record {key} is missing"));
+            assert_eq!(record.content, content_for(key), "{key} is intact");
+            assert_eq!(record.revision.as_str(), revision, "{key} has its acknowledged revision");
+            assert_eq!(record.metadata.get("key"), Some(&json!(key)));
+        }
+        store.close().await.expect("close");
+    });
+}
+
+/// Writes until killed (or a minute passes): four tasks, each printing `ack KEY REVISION`
+/// once its `put` returned.
+async fn sigkill_writer(path: &Path) {
+    let store = Arc::new(SqliteMemoryStore::new(path));
+    store.start().await.unwrap_or_else(|e| panic!("start failed: {}", chain(&e)));
+    let s = scope("sigkill");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for task in 0..4 {
+        let (store, s) = (store.clone(), s.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while started.elapsed() < Duration::from_secs(60) {
+                let key = format!("w{task}-{i:06}");
+                let write = MemoryWrite::new(content_for(&key)).metadata(json!({ "key": key }));
+                let record = store
+                    .put(&s, &key, write)
+                    .await
+                    .unwrap_or_else(|e| panic!("put failed: {}", chain(&e)));
+                say(&format!("ack {key} {}", record.revision));
+                i += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("writer task");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files that are not ours
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_a_database_is_refused_and_untouched() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).expect("write");
+    let before = read_bytes(&path);
+    let listing = folder_listing(dir.path());
+
+    let store = SqliteMemoryStore::new(&path);
+    let err = store.start().await.expect_err("not a database");
+    assert!(err.is_storage(), "{err}");
+    assert_eq!(err.to_string(), "storage error (sqlite): the file is not a SQLite database");
+    assert!(std::error::Error::source(&err).is_some(), "the driver error is kept");
+    assert_eq!(read_bytes(&path), before, "the file is byte for byte untouched");
+    assert_eq!(folder_listing(dir.path()), listing, "no journal or WAL files were left");
+    assert!(store.get(&scope("u"), "k").await.expect_err("not started").is_storage());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_applications_database_is_refused_and_untouched() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("create another app's database");
+        conn.execute_batch(
+            "CREATE TABLE memory_records (id INTEGER PRIMARY KEY, body TEXT);
+             INSERT INTO memory_records (body) VALUES ('theirs');",
+        )
+        .expect("their schema");
+    }
+    let before = read_bytes(&path);
+    let listing = folder_listing(dir.path());
+
+    let err = SqliteMemoryStore::new(&path).start().await.expect_err("foreign schema");
+    assert!(err.is_storage(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "storage error (sqlite): the file holds a database of another application"
+    );
+    assert_eq!(read_bytes(&path), before, "the file is byte for byte untouched");
+    assert_eq!(folder_listing(dir.path()), listing);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_schema_version_is_refused_and_untouched() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("future.db");
+    let store = SqliteMemoryStore::new(&path);
+    store.start().await.expect("start");
+    store.put(&scope("future"), "k", MemoryWrite::new("v")).await.expect("put");
+    store.close().await.expect("close");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        let version: i64 =
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0)).expect("read version");
+        assert_eq!(version, 1, "the schema version is recorded");
+        let app: i64 =
+            conn.query_row("PRAGMA application_id", [], |row| row.get(0)).expect("read id");
+        assert_eq!(app, 0x4147_4D45, "the file is marked as agent-memory's");
+        conn.execute_batch("PRAGMA user_version = 2").expect("pretend a newer release wrote it");
+    }
+    let before = read_bytes(&path);
+
+    let err = SqliteMemoryStore::new(&path).start().await.expect_err("newer schema");
+    assert!(err.is_storage(), "{err}");
+    assert!(err.to_string().contains("newer release"), "{err}");
+    assert_eq!(read_bytes(&path), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-only files
+
+/// "Read-only" means the file must not change. An ordinary user gets that from mode 0444;
+/// root does not (root writes through any mode), so the store offers `read_only(true)` and
+/// `?mode=ro`, which open the file with `SQLITE_OPEN_READONLY` whoever runs the process.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_file_serves_reads_and_refuses_writes() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("frozen.db");
+    let s = scope("frozen");
+    let writer = SqliteMemoryStore::new(&path);
+    writer.start().await.expect("start");
+    let kept = writer.put(&s, "k", MemoryWrite::new("kept")).await.expect("put");
+    writer.close().await.expect("close");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod 0444");
+    let before = read_bytes(&path);
+
+    let by_builder = SqliteMemoryStore::builder(&path).read_only(true).build();
+    let by_url = SqliteMemoryStore::from_url(&format!("sqlite:{}?mode=ro", path.display()))
+        .expect("read-only URL");
+    for store in [by_builder, by_url] {
+        assert!(store.is_read_only());
+        store.start().await.expect("a read-only start");
+        assert_eq!(store.get(&s, "k").await.expect("get"), Some(kept.clone()));
+        let page = store.list(&s, PageRequest::default()).await.expect("list");
+        assert_eq!(page.items.len(), 1);
+        let hits = store.search(&s, "kep", PageRequest::default()).await.expect("search");
+        assert_eq!(hits.items.len(), 1);
+        let err = store.put(&s, "k2", MemoryWrite::new("no")).await.expect_err("read-only");
+        assert!(err.is_storage(), "{err}");
+        assert!(store.delete(&s, "k", None).await.expect_err("read-only").is_storage());
+        assert!(store.delete_all(&s).await.expect_err("read-only").is_storage());
+        assert!(store.delete_user("sqlite-tests", "frozen").await.expect_err("ro").is_storage());
+        let purge = store.purge_expired(&s, PageRequest::default()).await;
+        assert!(purge.expect_err("read-only").is_storage());
+        store.close().await.expect("close");
+    }
+    assert_eq!(read_bytes(&path), before, "the read-only file did not change");
+
+    // A read-only store needs an existing agent-memory database and creates nothing.
+    let missing = dir.path().join("missing").join("absent.db");
+    let err = SqliteMemoryStore::builder(&missing).read_only(true).build().start().await;
+    assert!(err.expect_err("nothing to read").is_storage());
+    assert!(!missing.parent().expect("a parent").exists());
+
+    // Without asking for read-only: a process that cannot write the file (anyone but root)
+    // still reads, and its writes fail with a storage error.
+    let writable_anyway = std::fs::OpenOptions::new().append(true).open(&path).is_ok();
+    if !writable_anyway {
+        let store = SqliteMemoryStore::new(&path);
+        store.start().await.expect("start on a file this process cannot write");
+        assert_eq!(store.get(&s, "k").await.expect("get"), Some(kept.clone()));
+        let err = store.put(&s, "k2", MemoryWrite::new("no")).await.expect_err("cannot write");
+        assert!(err.is_storage(), "{err}");
+        store.close().await.expect("close");
+        assert_eq!(read_bytes(&path), before);
+    }
+}
