@@ -20,3 +20,17 @@ fn in_memory_store_matches_the_model() {
         }
     });
 }
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn sqlite_store_matches_the_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("model.db");
+    check_against_model("sqlite", || async {
+        let clock = ManualClock::starting_now();
+        let store = agent_memory::SqliteMemoryStore::builder(&path)
+            .clock(Arc::new(clock.clone()))
+            .build();
+        Subject { store: Arc::new(store), clock: Some(clock) }
+    });
+}
