@@ -1,1 +1,391 @@
-//! Placeholder.
+//! Throwaway PostgreSQL servers on loopback ports.
+//!
+//! - [`shared_url`]: the URL in `AGENT_MEMORY_TEST_POSTGRES_URL`, or else one server started
+//!   lazily for the whole test process (a fresh cluster, so a fresh database per process).
+//! - [`PostgresServer`]: an owned server in its own temporary directory, for tests that
+//!   restart or stop it; stopped when dropped.
+//!
+//! Servers run from the highest version under `/usr/lib/postgresql/*/bin` (what `.ci/run`
+//! installs), or from the directory in `AGENT_MEMORY_TEST_POSTGRES_BIN`. PostgreSQL refuses to
+//! run as root, so when the tests run as root the data directory is handed to the `postgres`
+//! system user and `initdb`/`pg_ctl` run through `runuser -u postgres --`. Authentication is
+//! `trust` on loopback only. A watchdog shell process stops the server and removes its
+//! directory once the test process is gone, so no server outlives the tests even when they
+//! abort. A fixture that cannot get a server panics with what to install; under `CI=true` it
+//! says so loudly, because backend tests never pass silently.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use tempfile::TempDir;
+
+/// The environment variable naming an existing PostgreSQL server for the tests
+/// (`postgres://user:password@host:port/database`).
+pub const URL_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_URL";
+/// The environment variable naming a directory holding `initdb` and `pg_ctl`, overriding the
+/// search under `/usr/lib/postgresql`.
+pub const BIN_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_BIN";
+
+/// Seconds `pg_ctl` waits for a start or stop.
+const PG_CTL_WAIT_SECS: &str = "60";
+
+/// A PostgreSQL URL every test in this process may share: `AGENT_MEMORY_TEST_POSTGRES_URL`
+/// when set, otherwise a server started on first use (with `fsync=off`: fast, not
+/// crash-safe) and stopped when the process exits.
+///
+/// Tests sharing it must isolate their data (the conformance suite uses a fresh application id
+/// per case; other tests use their own table names); tests that restart or stop the server
+/// start their own [`PostgresServer`].
+///
+/// # Panics
+/// When no URL is set and no server can be started.
+pub fn shared_url() -> String {
+    if let Some(url) = std::env::var(URL_ENV).ok().filter(|url| !url.trim().is_empty()) {
+        return url;
+    }
+    static SHARED: OnceLock<PostgresServer> = OnceLock::new();
+    SHARED.get_or_init(PostgresServer::start).url()
+}
+
+/// Fails a fixture loudly: under CI the backend tests must not be skipped or pass silently.
+fn fail(what: &str) -> ! {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    if ci {
+        panic!(
+            "CI=true but no PostgreSQL server could be started for the tests: {what}. \
+             .ci/run installs postgresql; or set {URL_ENV}."
+        );
+    }
+    panic!(
+        "no PostgreSQL server for the tests: {what}. Install postgresql (Debian: apt-get \
+         install postgresql), or set {URL_ENV}."
+    );
+}
+
+/// The directory holding `initdb` and `pg_ctl`.
+fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(BIN_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let versions = std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap_or_else(|e| fail(&format!("cannot read /usr/lib/postgresql: {e}")));
+    versions
+        .filter_map(|entry| entry.ok())
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<f64>().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, bin)| bin)
+        .unwrap_or_else(|| fail("no /usr/lib/postgresql/*/bin/initdb"))
+}
+
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// A free loopback TCP port, as reported by the OS at this instant.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind(("127.0.0.1", 0))
+        .unwrap_or_else(|e| fail(&format!("cannot bind a loopback port: {e}")));
+    listener.local_addr().map(|addr| addr.port()).unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+/// Quotes a word for `sh`.
+fn sh_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// One PostgreSQL server (a fresh cluster) on a loopback port, in its own temporary directory.
+///
+/// Stopped when dropped; its directory is removed with it.
+///
+/// ```no_run
+/// let mut server = agent_memory_testkit::postgres::PostgresServer::start();
+/// let url = server.url();
+/// server.restart();
+/// # drop(url);
+/// ```
+#[derive(Debug)]
+pub struct PostgresServer {
+    port: u16,
+    bin: PathBuf,
+    as_postgres: bool,
+    settings: Vec<String>,
+    dir: TempDir,
+    running: bool,
+    watchdog: Option<Child>,
+}
+
+impl PostgresServer {
+    /// A server tuned for fast tests: `fsync=off`, `synchronous_commit=off`,
+    /// `full_page_writes=off`. A clean stop or restart keeps the data; a
+    /// [`crash_restart`](Self::crash_restart) may lose the last commits (use
+    /// [`start_durable`](Self::start_durable) for that).
+    ///
+    /// # Panics
+    /// When the PostgreSQL binaries are missing or the server does not start.
+    pub fn start() -> Self {
+        Self::start_with(&["fsync=off", "synchronous_commit=off", "full_page_writes=off"])
+    }
+
+    /// A server with PostgreSQL's durable defaults, for durability-sensitive tests.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_durable() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server with extra `-c name=value` settings such as `"max_connections=50"`.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_with(settings: &[&str]) -> Self {
+        let bin = bin_dir();
+        let as_postgres = running_as_root();
+        let dir = tempfile::Builder::new()
+            .prefix("agent-memory-pg-")
+            .tempdir()
+            .unwrap_or_else(|e| fail(&format!("cannot create a temporary directory: {e}")));
+        let sockets = dir.path().join("sockets");
+        std::fs::create_dir(&sockets)
+            .unwrap_or_else(|e| fail(&format!("cannot create the socket directory: {e}")));
+        if as_postgres {
+            let out = Command::new("chown")
+                .args(["-R", "postgres:"])
+                .arg(dir.path())
+                .output()
+                .unwrap_or_else(|e| fail(&format!("cannot run chown: {e}")));
+            if !out.status.success() {
+                fail(&format!(
+                    "cannot hand the data directory to the postgres user (is there one? \
+                     `useradd --system postgres`): {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        let mut server = Self {
+            port: 0,
+            bin,
+            as_postgres,
+            settings: settings.iter().map(|s| (*s).to_owned()).collect(),
+            dir,
+            running: false,
+            watchdog: None,
+        };
+        let data = server.data_dir();
+        let out = server.run_tool(
+            "initdb",
+            &[
+                "-D",
+                path_str(&data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        );
+        if !out.status.success() {
+            fail(&format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        server.watchdog = Some(server.spawn_watchdog());
+        // A port found free can be taken before the server binds it: try a few.
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            server.port = free_port();
+            match server.try_start() {
+                Ok(()) => return server,
+                Err(e) => last_error = e,
+            }
+        }
+        fail(&format!("the server did not start: {last_error}"))
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres` (trust authentication, no password).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (fast shutdown: open sessions are terminated) and starts it again on
+    /// the same port with the same data, waiting until it accepts connections.
+    ///
+    /// # Panics
+    /// When the server does not stop or start again.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// Stops the server the way a crash would (immediate shutdown: every process quits at
+    /// once, nothing is committed or released on the way out, crash recovery runs on start) and
+    /// starts it again on the same port.
+    ///
+    /// # Panics
+    /// When the server does not stop or start again.
+    pub fn crash_restart(&mut self) {
+        self.stop_mode("immediate");
+        self.start_again();
+    }
+
+    /// Stops the server (fast shutdown), waiting until it is down. Does nothing if stopped.
+    ///
+    /// # Panics
+    /// When `pg_ctl stop` fails on a running server.
+    pub fn stop(&mut self) {
+        self.stop_mode("fast");
+    }
+
+    fn stop_mode(&mut self, mode: &str) {
+        if !self.running {
+            return;
+        }
+        let data = self.data_dir();
+        let out = self.run_tool(
+            "pg_ctl",
+            &["-D", path_str(&data), "-m", mode, "-w", "-t", PG_CTL_WAIT_SECS, "stop"],
+        );
+        if !out.status.success() {
+            panic!("pg_ctl stop failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        self.running = false;
+    }
+
+    /// Starts a stopped server again on the same port with the same data.
+    ///
+    /// # Panics
+    /// When it does not start.
+    pub fn start_again(&mut self) {
+        if self.running {
+            return;
+        }
+        if let Err(e) = self.try_start() {
+            panic!("the PostgreSQL server did not start again: {e}");
+        }
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn try_start(&mut self) -> Result<(), String> {
+        let data = self.data_dir();
+        let mut options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c max_connections=300",
+            self.port,
+            path_str(&self.dir.path().join("sockets")),
+        );
+        for setting in &self.settings {
+            options.push_str(" -c ");
+            options.push_str(setting);
+        }
+        let log = self.dir.path().join("postgres.log");
+        let out = self.run_tool(
+            "pg_ctl",
+            &[
+                "-D",
+                path_str(&data),
+                "-l",
+                path_str(&log),
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                PG_CTL_WAIT_SECS,
+                "start",
+            ],
+        );
+        if out.status.success() {
+            self.running = true;
+            Ok(())
+        } else {
+            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = log_text.lines().rev().take(5).collect();
+            Err(format!(
+                "{} {}",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ))
+        }
+    }
+
+    /// Runs a PostgreSQL tool, as the `postgres` user when the tests run as root.
+    fn run_tool(&self, tool: &str, args: &[&str]) -> Output {
+        let program = self.bin.join(tool);
+        let mut command = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&program);
+            c
+        } else {
+            Command::new(&program)
+        };
+        // The server's own output goes to its log file; nothing may hold the test's pipes.
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
+    }
+
+    /// A shell that waits for this test process to exit, then stops the server and removes its
+    /// directory.
+    fn spawn_watchdog(&self) -> Child {
+        let pg_ctl = self.bin.join("pg_ctl");
+        let stop = format!(
+            "{}{} -D {} -m immediate -w -t 30 stop",
+            if self.as_postgres { "runuser -u postgres -- " } else { "" },
+            sh_quote(path_str(&pg_ctl)),
+            sh_quote(path_str(&self.data_dir())),
+        );
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop} >/dev/null 2>&1; \
+             rm -rf {dir}",
+            pid = std::process::id(),
+            dir = sh_quote(path_str(self.dir.path())),
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| fail(&format!("cannot start the watchdog shell: {e}")))
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap_or_else(|| fail("the temporary directory path is not UTF-8"))
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        if self.running {
+            let data = self.data_dir();
+            let _ = self.run_tool(
+                "pg_ctl",
+                &["-D", path_str(&data), "-m", "immediate", "-w", "-t", PG_CTL_WAIT_SECS, "stop"],
+            );
+            self.running = false;
+        }
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
+    }
+}

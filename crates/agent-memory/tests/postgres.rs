@@ -1,0 +1,644 @@
+#![cfg(feature = "postgres")]
+//! The PostgreSQL provider against a real server: the whole conformance suite, plus the
+//! provider's own promises (schema setup and checks, bounded search and erasure, recovery
+//! from dead connections and server restarts, two replicas on one table).
+//!
+//! The server is `AGENT_MEMORY_TEST_POSTGRES_URL` when set, otherwise one the testkit starts
+//! for this process; the restart test starts its own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_memory::conformance::Fixture;
+use agent_memory::{
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore,
+};
+use agent_memory_testkit::postgres::{shared_url, PostgresServer};
+use tokio_postgres::NoTls;
+
+async fn store() -> Fixture {
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("a valid URL")
+        .min_connections(1)
+        .max_connections(4)
+        .build()
+        .expect("a valid configuration");
+    Fixture::new(Arc::new(store))
+}
+
+agent_memory::conformance_tests!(store);
+
+/// A fresh name, so tests sharing the server never share a table.
+fn unique(prefix: &str) -> String {
+    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+/// `url` with a driver parameter appended.
+fn with_param(url: &str, param: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{param}")
+}
+
+/// A plain driver connection, for inspecting and disturbing the server.
+async fn raw(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+fn scope(app: &str, user: &str) -> MemoryScope {
+    MemoryScope::new(app, user).expect("valid ids")
+}
+
+/// Waits until a backend of `application_name` is blocked on a lock, and returns its pid.
+async fn blocked_backend(admin: &tokio_postgres::Client, application_name: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let row = admin
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                &[&application_name],
+            )
+            .await
+            .expect("pg_stat_activity");
+        if let Some(row) = row {
+            return row.get(0);
+        }
+        assert!(Instant::now() < deadline, "the operation never blocked on the row lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Starts a transaction on `locker` that holds the row lock of `key` in `table`.
+async fn lock_row(locker: &tokio_postgres::Client, table: &str, app: &str, key: &str) {
+    locker.batch_execute("BEGIN").await.expect("begin");
+    let locked = locker
+        .execute(
+            &format!("SELECT 1 FROM public.\"{table}\" WHERE app = $1 AND key = $2 FOR UPDATE"),
+            &[&app, &key],
+        )
+        .await
+        .expect("lock the row");
+    assert_eq!(locked, 1);
+}
+
+#[tokio::test]
+async fn open_builds_a_store_from_a_url_and_refuses_work_outside_start_and_close() {
+    let table = unique("open");
+    let url = with_param(&shared_url(), &format!("table={table}&max_connections=2"));
+    let store = agent_memory::open(&url).expect("open");
+    let s = scope("app", "user-1");
+    let before = store.get(&s, "k").await.unwrap_err();
+    assert!(before.is_storage(), "{before}");
+    store.start().await.expect("start");
+    store.start().await.expect("start is idempotent");
+    store.put(&s, "k", MemoryWrite::new("v")).await.expect("put");
+    assert_eq!(store.get(&s, "k").await.expect("get").expect("present").content, "v");
+    store.close().await.expect("close");
+    store.close().await.expect("close is idempotent");
+    let after = store.get(&s, "k").await.unwrap_err();
+    assert!(after.is_storage(), "{after}");
+    let admin = raw(&shared_url()).await;
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+#[tokio::test]
+async fn replicas_starting_together_create_the_schema_once_and_record_its_version() {
+    let schema = unique("replicas");
+    let table = unique("mem");
+    let stores: Vec<Arc<PostgresMemoryStore>> = (0..8)
+        .map(|_| {
+            let store = PostgresMemoryStore::builder(&shared_url())
+                .expect("url")
+                .schema(schema.clone())
+                .table(table.clone())
+                .max_connections(2)
+                .build()
+                .expect("config");
+            Arc::new(store)
+        })
+        .collect();
+    let handles: Vec<_> = stores
+        .iter()
+        .map(|store| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move { store.start().await })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.expect("join").expect("every replica starts");
+    }
+    let s = scope("app", "user-1");
+    stores[0].put(&s, "k", MemoryWrite::new("from replica 0")).await.expect("put");
+    let read = stores[7].get(&s, "k").await.expect("get").expect("present");
+    assert_eq!(read.content, "from replica 0");
+
+    let admin = raw(&shared_url()).await;
+    let qualified = format!("\"{schema}\".\"{table}\"");
+    let row = admin
+        .query_one(
+            "SELECT obj_description(to_regclass($1), 'pg_class'), \
+                    (SELECT collname::text FROM pg_attribute a JOIN pg_collation c \
+                       ON c.oid = a.attcollation \
+                     WHERE a.attrelid = to_regclass($1) AND a.attname = 'key')",
+            &[&qualified],
+        )
+        .await
+        .expect("catalog");
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("agent-memory schema v1"));
+    assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some("C"));
+    for store in &stores {
+        store.close().await.expect("close");
+    }
+    admin.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.expect("drop");
+}
+
+/// The `Storage` error's source, which carries the details of a schema mismatch.
+fn source_text(err: &MemoryError) -> String {
+    std::error::Error::source(err).map(ToString::to_string).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differences() {
+    let table = unique("provisioned");
+    let build = || {
+        PostgresMemoryStore::builder(&shared_url())
+            .expect("url")
+            .table(table.clone())
+            .setup_schema(false)
+            .build()
+            .expect("config")
+    };
+    let admin = raw(&shared_url()).await;
+
+    // Missing table: no DDL runs, start fails and says why.
+    let err = build().start().await.unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    assert!(source_text(&err).contains("does not exist"), "{}", source_text(&err));
+    let exists: bool = admin
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&format!("public.\"{table}\"")])
+        .await
+        .expect("catalog")
+        .get(0);
+    assert!(!exists, "setup_schema(false) must not create the table");
+
+    // Provisioned with the store's own DDL: starts and works.
+    let store = build();
+    admin.batch_execute(&store.schema_sql()).await.expect("provision");
+    store.start().await.expect("a table built from schema_sql passes the check");
+    let s = scope("app", "user-1");
+    store.put(&s, "k", MemoryWrite::new("v")).await.expect("put");
+    store.close().await.expect("close");
+
+    // A wrong type, a wrong collation and a dropped column are each reported.
+    admin
+        .batch_execute(&format!(
+            "ALTER TABLE public.\"{table}\" ALTER COLUMN metadata TYPE json; \
+             ALTER TABLE public.\"{table}\" ALTER COLUMN content TYPE text COLLATE \"C\"; \
+             ALTER TABLE public.\"{table}\" DROP COLUMN source"
+        ))
+        .await
+        .expect("alter");
+    let err = build().start().await.unwrap_err();
+    assert!(err.is_storage());
+    assert_eq!(
+        err.to_string(),
+        "storage error (postgres): the table does not have the expected schema (see the error \
+         source)"
+    );
+    let detail = source_text(&err);
+    assert!(detail.contains("column metadata has type json, expected jsonb"), "{detail}");
+    assert!(detail.contains("column source is missing"), "{detail}");
+
+    // No recorded version: refused, so a future migration knows where it starts.
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    let store = build();
+    admin.batch_execute(&store.schema_sql()).await.expect("provision");
+    admin
+        .batch_execute(&format!("COMMENT ON TABLE public.\"{table}\" IS NULL"))
+        .await
+        .expect("comment");
+    let err = store.start().await.unwrap_err();
+    assert!(source_text(&err).contains("records no schema version"), "{}", source_text(&err));
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+#[tokio::test]
+async fn search_inspects_a_bounded_number_of_keys_per_call() {
+    let table = unique("search");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_limit(5)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    for i in 0..12 {
+        store.put(&s, &format!("a{i:02}"), MemoryWrite::new("nothing here")).await.expect("put");
+    }
+    store.put(&s, "z", MemoryWrite::new("100% literal_match")).await.expect("put");
+
+    let first = store.search(&s, "literal_match", PageRequest::new(10)).await.expect("search");
+    assert!(first.items.is_empty(), "the first five keys do not match");
+    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
+
+    let mut found = Vec::new();
+    let mut calls = 0;
+    let mut page = PageRequest::new(10);
+    loop {
+        let result = store.search(&s, "literal_match", page.clone()).await.expect("search");
+        calls += 1;
+        found.extend(result.items.into_iter().map(|r| r.key));
+        match result.next_cursor {
+            Some(cursor) => page = PageRequest::new(10).after(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(found, vec!["z".to_owned()]);
+    assert_eq!(calls, 3, "13 keys at 5 per call");
+
+    // Wildcards are literal.
+    let percent = store.search(&s, "0%", PageRequest::new(10).after_opt(None)).await;
+    let mut keys = Vec::new();
+    let mut page = PageRequest::new(10);
+    let mut result = percent.expect("search");
+    loop {
+        keys.extend(result.items.iter().map(|r| r.key.clone()));
+        let Some(cursor) = result.next_cursor else { break };
+        page = page.after(cursor);
+        result = store.search(&s, "0%", page.clone()).await.expect("search");
+    }
+    assert_eq!(keys, vec!["z".to_owned()]);
+    let underscore = store.search(&s, "g_h", PageRequest::new(10)).await.expect("search");
+    assert!(underscore.items.is_empty());
+
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
+async fn purge_expired_inspects_at_most_limit_keys_per_call() {
+    let table = unique("purge");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    let soon = agent_memory::Timestamp::now().saturating_add(Duration::from_millis(800));
+    for i in 0..10 {
+        let write = MemoryWrite::new("x");
+        let write = if i % 2 == 0 { write.expires_at(soon) } else { write };
+        store.put(&s, &format!("k{i}"), write).await.expect("put");
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut page = PageRequest::new(3);
+    let mut deleted = 0;
+    let mut calls = 0;
+    loop {
+        let result = store.purge_expired(&s, page.clone()).await.expect("purge");
+        assert!(result.deleted <= 3);
+        deleted += result.deleted;
+        calls += 1;
+        match result.next_cursor {
+            Some(cursor) => page = PageRequest::new(3).after(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(deleted, 5);
+    assert_eq!(calls, 4, "10 keys at 3 per call");
+    let left = raw(&shared_url())
+        .await
+        .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
+        .await
+        .expect("count")
+        .get::<_, i64>(0);
+    assert_eq!(left, 5);
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
+async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
+    let table = unique("erase");
+    let application_name = unique("erase_app");
+    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
+    let store = Arc::new(
+        PostgresMemoryStore::builder(&url)
+            .expect("url")
+            .table(table.clone())
+            .delete_batch_size(2)
+            .build()
+            .expect("config"),
+    );
+    store.start().await.expect("start");
+    let base = scope("app", "user-1");
+    for ns in [None, Some("ns1"), Some("ns2")] {
+        let s = match ns {
+            Some(ns) => base.with_namespace(ns).expect("namespace"),
+            None => base.clone(),
+        };
+        for k in 0..3 {
+            store.put(&s, &format!("k{k}"), MemoryWrite::new("x")).await.expect("put");
+        }
+    }
+    let other = scope("app", "user-2");
+    store.put(&other, "k", MemoryWrite::new("kept")).await.expect("put");
+
+    // Hold the lock of the last row in batch order, so the fifth batch blocks; kill it there.
+    let admin = raw(&shared_url()).await;
+    let locker = raw(&shared_url()).await;
+    locker.batch_execute("BEGIN").await.expect("begin");
+    let locked = locker
+        .execute(
+            &format!(
+                "SELECT 1 FROM public.\"{table}\" \
+                 WHERE user_id = 'user-1' AND namespace = 'ns2' AND key = 'k2' FOR UPDATE"
+            ),
+            &[],
+        )
+        .await
+        .expect("lock");
+    assert_eq!(locked, 1);
+    let erasing = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.delete_user("app", "user-1").await })
+    };
+    let pid = blocked_backend(&admin, &application_name).await;
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
+    let err = erasing.await.expect("join").unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    locker.batch_execute("ROLLBACK").await.expect("rollback");
+
+    let count_sql =
+        format!("SELECT count(*) FROM public.\"{table}\" WHERE app = 'app' AND user_id = $1");
+    let left: i64 = admin.query_one(&count_sql, &[&"user-1"]).await.expect("count").get(0);
+    assert_eq!(left, 1, "the four batches before the blocked one were committed");
+
+    let removed = store.delete_user("app", "user-1").await.expect("the retry succeeds");
+    assert_eq!(removed, 1);
+    let left: i64 = admin.query_one(&count_sql, &[&"user-1"]).await.expect("count").get(0);
+    assert_eq!(left, 0);
+    let namespaces =
+        store.list_namespaces("app", "user-1", PageRequest::default()).await.expect("namespaces");
+    assert!(namespaces.items.is_empty());
+    assert!(store.get(&other, "k").await.expect("get").is_some(), "other users are untouched");
+    store.close().await.expect("close");
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+#[tokio::test]
+async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_recovers() {
+    let table = unique("terminate");
+    let application_name = unique("terminate_app");
+    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
+    let store = Arc::new(
+        PostgresMemoryStore::builder(&url)
+            .expect("url")
+            .table(table.clone())
+            .min_connections(1)
+            .max_connections(1)
+            .build()
+            .expect("config"),
+    );
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
+
+    let admin = raw(&shared_url()).await;
+    let locker = raw(&shared_url()).await;
+    lock_row(&locker, &table, "app", "k").await;
+    let writing = {
+        let store = Arc::clone(&store);
+        let s = s.clone();
+        tokio::spawn(async move { store.put(&s, "k", MemoryWrite::new("in flight")).await })
+    };
+    let pid = blocked_backend(&admin, &application_name).await;
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
+    let err = writing.await.expect("join").unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    locker.batch_execute("ROLLBACK").await.expect("rollback");
+
+    // The only pooled connection died; the next operations get a fresh one on their own.
+    let read = store.get(&s, "k").await.expect("get after the kill").expect("present");
+    assert_eq!(read.content, "before");
+    store.put(&s, "k", MemoryWrite::new("after")).await.expect("put after the kill");
+
+    // An idle connection killed between operations is replaced too.
+    let pids: Vec<i32> = admin
+        .query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", &[&application_name])
+        .await
+        .expect("pids")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(pids.len(), 1);
+    assert_ne!(pids[0], pid);
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pids[0]]).await.expect("terminate");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let read = store.get(&s, "k").await.expect("get after the idle kill").expect("present");
+    assert_eq!(read.content, "after");
+
+    store.close().await.expect("close");
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_fails_the_operation_in_flight_and_the_pool_recovers() {
+    // Durable settings: the crash restart below must not lose committed writes.
+    let server = PostgresServer::start_durable();
+    let application_name = "restart_test";
+    let url = with_param(&server.url(), &format!("application_name={application_name}"));
+    let store = Arc::new(
+        PostgresMemoryStore::builder(&url)
+            .expect("url")
+            .min_connections(2)
+            .max_connections(2)
+            .build()
+            .expect("config"),
+    );
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
+
+    let admin = raw(&server.url()).await;
+    let locker = raw(&server.url()).await;
+    lock_row(&locker, agent_memory::postgres::DEFAULT_TABLE, "app", "k").await;
+    let writing = {
+        let store = Arc::clone(&store);
+        let s = s.clone();
+        tokio::spawn(async move { store.put(&s, "k", MemoryWrite::new("in flight")).await })
+    };
+    blocked_backend(&admin, application_name).await;
+    // An immediate (crash) stop: with a fast stop the locker's session may end first and let
+    // the blocked write commit before its own session is told to quit.
+    let mut server = tokio::task::spawn_blocking(move || {
+        let mut server = server;
+        server.crash_restart();
+        server
+    })
+    .await
+    .expect("restart");
+    let err = writing.await.expect("join").unwrap_err();
+    assert!(err.is_storage(), "{err}");
+
+    // Every pooled connection died with the server; the store carries on without a restart.
+    let read = store.get(&s, "k").await.expect("get after the restart").expect("present");
+    assert_eq!(read.content, "before");
+    let written =
+        store.put(&s, "k", MemoryWrite::new("after")).await.expect("put after the restart");
+    assert_ne!(written.revision, read.revision);
+    let both = tokio::join!(store.get(&s, "k"), store.get(&s, "k"));
+    assert_eq!(both.0.expect("get").expect("present").content, "after");
+    assert_eq!(both.1.expect("get").expect("present").content, "after");
+
+    // A clean restart between operations: the idle pooled connections are replaced.
+    server = tokio::task::spawn_blocking(move || {
+        server.restart();
+        server
+    })
+    .await
+    .expect("restart");
+    assert_eq!(store.get(&s, "k").await.expect("get").expect("present").content, "after");
+
+    // While the server is down operations fail with Storage, and recover once it is back.
+    server = tokio::task::spawn_blocking(move || {
+        server.stop();
+        server
+    })
+    .await
+    .expect("stop");
+    let down = store.get(&s, "k").await.unwrap_err();
+    assert!(down.is_storage(), "{down}");
+    server = tokio::task::spawn_blocking(move || {
+        server.start_again();
+        server
+    })
+    .await
+    .expect("start again");
+    assert!(store.get(&s, "k").await.expect("get once the server is back").is_some());
+    store.close().await.expect("close");
+    drop(server);
+}
+
+#[tokio::test]
+async fn errors_and_debug_output_never_show_the_password() {
+    // Nothing listens on this port, so start fails while connecting.
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let password = "hunter2-very-secret";
+    let url = format!("postgres://someone:{password}@127.0.0.1:{port}/db?connect_timeout=2");
+    let store = PostgresMemoryStore::builder(&url)
+        .expect("url")
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .expect("config");
+    assert!(!format!("{store:?}").contains(password));
+    let err = store.start().await.unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    let mut texts = vec![err.to_string(), format!("{err:?}")];
+    let mut source = std::error::Error::source(&err);
+    while let Some(inner) = source {
+        texts.push(inner.to_string());
+        source = inner.source();
+    }
+    for text in &texts {
+        assert!(!text.contains(password), "leaked in {text}");
+        assert!(!text.contains(&url), "leaked the URL in {text}");
+    }
+    let bad = agent_memory::open(&format!("postgres://u:{password}@host:port/db")).unwrap_err();
+    assert!(bad.is_invalid());
+    assert!(!bad.to_string().contains(password));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_see_each_other_and_race_compare_and_set_correctly() {
+    let table = unique("replicas");
+    let replica = || {
+        Arc::new(
+            PostgresMemoryStore::builder(&shared_url())
+                .expect("url")
+                .table(table.clone())
+                .max_connections(4)
+                .build()
+                .expect("config"),
+        )
+    };
+    let (a, b) = (replica(), replica());
+    a.start().await.expect("start a");
+    b.start().await.expect("start b");
+    let s = scope("app", "user-1");
+
+    let written = a.put(&s, "shared", MemoryWrite::new("from a")).await.expect("put");
+    assert_eq!(b.get(&s, "shared").await.expect("get").expect("visible to b"), written);
+    assert!(b.delete(&s, "shared", Some(&written.revision)).await.expect("delete"));
+    assert!(a.get(&s, "shared").await.expect("get").is_none());
+
+    // Both replicas try to replace the same revision at once: exactly one wins, every round.
+    let base = a.put(&s, "cas", MemoryWrite::new("0")).await.expect("put");
+    let mut current = base.revision;
+    for round in 0..20 {
+        let wa = MemoryWrite::new(format!("a{round}")).expected_revision(current.clone());
+        let wb = MemoryWrite::new(format!("b{round}")).expected_revision(current.clone());
+        let (ra, rb) = tokio::join!(a.put(&s, "cas", wa), b.put(&s, "cas", wb));
+        let winner = match (ra, rb) {
+            (Ok(w), Err(e)) | (Err(e), Ok(w)) => {
+                assert!(e.is_conflict(), "the loser gets Conflict, not {e}");
+                w
+            }
+            (Ok(_), Ok(_)) => panic!("both replicas replaced revision {current} in round {round}"),
+            (Err(x), Err(y)) => panic!("neither replica won round {round}: {x}, {y}"),
+        };
+        let read = b.get(&s, "cas").await.expect("get").expect("present");
+        assert_eq!(read.revision, winner.revision);
+        assert_ne!(read.revision, current);
+        current = winner.revision;
+    }
+
+    // Optimistic increments from both replicas, in parallel, lose nothing.
+    let counter = a.put(&s, "counter", MemoryWrite::new("0")).await.expect("put");
+    drop(counter);
+    let increments = |store: Arc<PostgresMemoryStore>, s: MemoryScope| async move {
+        for _ in 0..25 {
+            loop {
+                let now = store.get(&s, "counter").await.expect("get").expect("present");
+                let next = now.content.parse::<u64>().expect("a number") + 1;
+                let write = MemoryWrite::new(next.to_string()).expected_revision(now.revision);
+                match store.put(&s, "counter", write).await {
+                    Ok(_) => break,
+                    Err(e) if e.is_conflict() => continue,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    };
+    let ta = tokio::spawn(increments(Arc::clone(&a), s.clone()));
+    let tb = tokio::spawn(increments(Arc::clone(&b), s.clone()));
+    ta.await.expect("a");
+    tb.await.expect("b");
+    let total = a.get(&s, "counter").await.expect("get").expect("present");
+    assert_eq!(total.content, "50");
+
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
