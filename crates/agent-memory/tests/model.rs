@@ -34,3 +34,14 @@ fn sqlite_store_matches_the_model() {
         Subject { store: Arc::new(store), clock: Some(clock) }
     });
 }
+
+/// PostgreSQL keeps time itself: the model writes only far-future expiries there.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_store_matches_the_model() {
+    let url = agent_memory_testkit::postgres::shared_url();
+    check_against_model("postgres", || async {
+        let store = agent_memory::PostgresMemoryStore::from_url(&url).expect("a valid URL");
+        Subject { store: Arc::new(store), clock: None }
+    });
+}
