@@ -1,0 +1,22 @@
+-- delete_all: physically remove up to ARGV[3] records of one namespace, expired ones included.
+-- KEYS[1] namespace index, KEYS[2] user's namespace set, KEYS[3] user's revision floor.
+-- ARGV[1] record key prefix, ARGV[2] namespace (hex), ARGV[3] batch size.
+-- Returns {removed, 1 if records remain else 0}.
+local members = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+local n = #members
+if n > 0 then
+  local keys = {}
+  local top = tonumber(redis.call('GET', KEYS[3]) or '0')
+  local raised = false
+  for i, key in ipairs(members) do
+    keys[i] = ARGV[1] .. key
+    local r = tonumber(redis.call('HGET', keys[i], 'r') or '0')
+    if r > top then top, raised = r, true end
+  end
+  redis.call('DEL', unpack(keys))
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+  if raised then redis.call('SET', KEYS[3], string.format('%.0f', top)) end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {n, 1} end
+redis.call('ZREM', KEYS[2], ARGV[2])
+return {n, 0}

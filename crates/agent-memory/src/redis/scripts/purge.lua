@@ -1,0 +1,34 @@
+-- purge_expired: inspect at most ARGV[4] keys of one namespace after a position and remove the
+-- expired ones.
+-- KEYS[1] namespace index, KEYS[2] user's namespace set, KEYS[3] user's revision floor.
+-- ARGV[1] record key prefix, ARGV[2] namespace (hex), ARGV[3] lower bound ('-' or
+-- '(' .. key), ARGV[4] limit.
+-- Returns {removed, cursor key or nil}: the cursor is the last inspected key when more keys
+-- follow it.
+local limit = tonumber(ARGV[4])
+local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[3], '+', 'LIMIT', 0, limit + 1)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local removed = 0
+local top = nil
+local n = math.min(#members, limit)
+for i = 1, n do
+  local key = members[i]
+  local v = redis.call('HMGET', ARGV[1] .. key, 'r', 'x')
+  if v[1] and v[2] ~= '' and tonumber(v[2]) <= now then
+    redis.call('DEL', ARGV[1] .. key)
+    redis.call('ZREM', KEYS[1], key)
+    removed = removed + 1
+    local r = tonumber(v[1])
+    if not top or r > top then top = r end
+  end
+end
+if top then
+  local floor = redis.call('GET', KEYS[3])
+  if not floor or tonumber(floor) < top then
+    redis.call('SET', KEYS[3], string.format('%.0f', top))
+  end
+  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[2]) end
+end
+if #members > limit then return {removed, members[limit]} end
+return {removed, false}

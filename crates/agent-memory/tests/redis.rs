@@ -1,0 +1,384 @@
+#![cfg(feature = "redis")]
+//! The Redis provider against real single servers: the whole conformance suite on a shared
+//! server, plus erasure, durability and fault tests on servers of their own.
+
+use std::collections::HashMap;
+use std::error::Error as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_memory::{
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore, Timestamp,
+};
+use agent_memory_testkit::redis::{shared_url, RedisServer};
+
+#[cfg(feature = "conformance")]
+mod conformance {
+    use std::sync::Arc;
+
+    use agent_memory::conformance::Fixture;
+    use agent_memory::RedisMemoryStore;
+
+    async fn store() -> Fixture {
+        let url = agent_memory_testkit::redis::shared_url();
+        Fixture::new(Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL")))
+    }
+
+    agent_memory::conformance_tests!(store);
+}
+
+fn app() -> String {
+    format!("redis-test-{}", uuid::Uuid::new_v4().simple())
+}
+
+async fn started(url: &str) -> RedisMemoryStore {
+    let store = RedisMemoryStore::from_url(url).expect("a valid URL");
+    store.start().await.expect("the store starts");
+    store
+}
+
+/// Every message in an error's chain, for checks that nothing private leaks.
+fn error_chain(err: &MemoryError) -> String {
+    let mut text = format!("{err} | {err:?}");
+    let mut source = err.source();
+    while let Some(inner) = source {
+        text.push_str(&format!(" | {inner} | {inner:?}"));
+        source = inner.source();
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
+    let server = RedisServer::start();
+    let store = RedisMemoryStore::builder(server.url()).erase_batch(3).build().unwrap();
+    store.start().await.unwrap();
+    let app = app();
+
+    // Another user of the same application, and the same user id in another application.
+    let other = MemoryScope::new(&app, "other").unwrap();
+    let elsewhere = MemoryScope::new(format!("{app}-2"), "erased").unwrap();
+    store.put(&other, "k", MemoryWrite::new("stays")).await.unwrap();
+    store.put(&elsewhere, "k", MemoryWrite::new("stays too")).await.unwrap();
+    let keys_before = server.dbsize();
+
+    let user = MemoryScope::new(&app, "erased").unwrap();
+    let mut written = 0;
+    for namespace in [None, Some("notes"), Some("prefs:{x}"), Some("}")] {
+        let scope = match namespace {
+            Some(ns) => user.with_namespace(ns).unwrap(),
+            None => user.clone(),
+        };
+        for i in 0..7 {
+            store.put(&scope, &format!("k{i}"), MemoryWrite::new("erase me")).await.unwrap();
+            written += 1;
+        }
+    }
+    let soon = Timestamp::now().saturating_add(Duration::from_millis(200));
+    store.put(&user, "expiring", MemoryWrite::new("x").expires_at(soon)).await.unwrap();
+    written += 1;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(server.dbsize() > keys_before);
+
+    let removed = store.delete_user(&app, "erased").await.unwrap();
+    assert_eq!(removed, written, "expired records count too");
+    assert_eq!(server.dbsize(), keys_before, "no key, index or counter of the user remains");
+    let namespaces = store.list_namespaces(&app, "erased", PageRequest::default()).await.unwrap();
+    assert!(namespaces.items.is_empty());
+    assert_eq!(store.get(&other, "k").await.unwrap().unwrap().content, "stays");
+    assert_eq!(store.get(&elsewhere, "k").await.unwrap().unwrap().content, "stays too");
+    // A second call finds nothing left.
+    assert_eq!(store.delete_user(&app, "erased").await.unwrap(), 0);
+
+    // delete_all in batches too.
+    let ns = other.with_namespace("bulk").unwrap();
+    for i in 0..10 {
+        store.put(&ns, &format!("b{i}"), MemoryWrite::new("bulk")).await.unwrap();
+    }
+    assert_eq!(store.delete_all(&ns).await.unwrap(), 10);
+    // The records and the namespace's index are gone; what remains of it is the user's revision
+    // floor, which delete_all raised so re-created keys never repeat a revision.
+    assert_eq!(server.dbsize(), keys_before + 1);
+    assert_eq!(store.delete_user(&app, "other").await.unwrap(), 1);
+    assert_eq!(server.dbsize(), keys_before - 3, "the other user's record, index and set");
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revisions_are_not_reused_after_the_user_is_erased() {
+    let store = started(&shared_url()).await;
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap().revision);
+        store.delete(&scope, "k", None).await.unwrap();
+        seen.push(store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap().revision);
+        store.delete_user(scope.application_id(), scope.user_id()).await.unwrap();
+    }
+    let distinct: std::collections::HashSet<_> = seen.iter().collect();
+    assert_eq!(distinct.len(), seen.len(), "{seen:?}");
+    // An old revision cannot be used to overwrite the re-created key.
+    let old = seen[0].clone();
+    store.put(&scope, "k", MemoryWrite::new("new")).await.unwrap();
+    let err = store.put(&scope, "k", MemoryWrite::new("x").expected_revision(old)).await;
+    assert!(matches!(err, Err(MemoryError::Conflict { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_scans_a_bounded_number_of_keys_per_call() {
+    let store =
+        RedisMemoryStore::builder(shared_url()).search_scan(10).list_scan(1).build().unwrap();
+    store.start().await.unwrap();
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    for i in 0..35 {
+        let content = if i % 17 == 16 { "needle here" } else { "hay" };
+        store.put(&scope, &format!("k{i:02}"), MemoryWrite::new(content)).await.unwrap();
+    }
+    let first = store.search(&scope, "needle", PageRequest::new(5)).await.unwrap();
+    assert!(first.items.is_empty(), "only k00..k09 were inspected");
+    assert!(first.next_cursor.is_some());
+    let mut found = Vec::new();
+    let mut calls = 0;
+    let mut cursor = None;
+    loop {
+        let page = store
+            .search(&scope, "needle", PageRequest::new(5).after_opt(cursor.take()))
+            .await
+            .unwrap();
+        calls += 1;
+        found.extend(page.items.into_iter().map(|r| r.key));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(found, ["k16", "k33"]);
+    assert!(calls >= 4, "35 keys at 10 per call take at least 4 calls, took {calls}");
+    // list fills its pages (its scan budget never drops below a page).
+    let page = store.list(&scope, PageRequest::new(100)).await.unwrap();
+    assert_eq!(page.items.len(), 35);
+    assert!(page.next_cursor.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durability_is_required() {
+    let server = RedisServer::start_with(&["--save", "", "--appendonly", "no"]);
+    let lenient = RedisMemoryStore::from_url(&server.url()).unwrap();
+    lenient.start().await.expect("without require_durable the store starts, with a warning");
+    let report = lenient.durability().expect("start() inspected the deployment");
+    assert!(!report.is_durable());
+    assert!(report.problems().iter().any(|p| p.contains("appendonly is off")), "{report:?}");
+
+    let strict = RedisMemoryStore::builder(server.url()).require_durable(true).build().unwrap();
+    let err = strict.start().await.expect_err("require_durable refuses a non-durable server");
+    assert!(err.is_storage(), "{err}");
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    let err = strict.get(&scope, "k").await.expect_err("not started");
+    assert!(err.is_storage());
+
+    let evicting = RedisServer::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--maxmemory",
+        "100mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]);
+    let strict = RedisMemoryStore::builder(evicting.url()).require_durable(true).build().unwrap();
+    assert!(strict.start().await.expect_err("allkeys-lru evicts records").is_storage());
+    assert!(strict.durability().unwrap().problems().iter().any(|p| p.contains("evict")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_accepts_a_durable_server_when_durability_is_required() {
+    for fsync in ["always", "everysec"] {
+        let server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", fsync]);
+        let store = RedisMemoryStore::builder(server.url()).require_durable(true).build().unwrap();
+        store.start().await.expect("a durable server is accepted");
+        assert!(store.durability().unwrap().is_durable());
+        let scope = MemoryScope::new(app(), "user").unwrap();
+        store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
+        store.close().await.unwrap();
+        assert!(store.get(&scope, "k").await.unwrap_err().is_storage(), "closed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_connection_fails_the_operation_in_flight_and_recovers() {
+    let server = RedisServer::start();
+    let store = started(&server.url()).await;
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    store.put(&scope, "before", MemoryWrite::new("v")).await.unwrap();
+
+    // Hold a write in flight: the server parks it while clients are paused for writes.
+    server.cli(&["CLIENT", "PAUSE", "5000", "WRITE"]);
+    let store = Arc::new(store);
+    let in_flight = {
+        let (store, scope) = (Arc::clone(&store), scope.clone());
+        tokio::spawn(async move { store.put(&scope, "in-flight", MemoryWrite::new("v")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!in_flight.is_finished(), "the write is parked by CLIENT PAUSE");
+    let killed = server.cli(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+    assert_ne!(killed, "0", "the store's connection was killed");
+    let err = in_flight.await.unwrap().expect_err("the connection died under the write");
+    assert!(err.is_storage(), "{err}");
+    server.cli(&["CLIENT", "UNPAUSE"]);
+
+    // The store reconnects by itself.
+    let recovered = eventually(|| store.get(&scope, "before")).await;
+    assert_eq!(recovered.unwrap().content, "v");
+    store.put(&scope, "after", MemoryWrite::new("v")).await.unwrap();
+}
+
+/// Retries a read until it succeeds (a reconnect takes a moment); panics after 10 s.
+async fn eventually<T, F, Fut>(mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = agent_memory::Result<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match op().await {
+            Ok(value) => return value,
+            Err(err) if err.is_storage() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(err) => panic!("did not recover: {err}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always() {
+    let mut server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let store = Arc::new(started(&server.url()).await);
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    let stop_at = Instant::now() + Duration::from_millis(2500);
+    let mut tasks = Vec::new();
+    for worker in 0..8 {
+        let (store, scope) = (Arc::clone(&store), scope.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut acknowledged = HashMap::new();
+            let mut failures = 0u32;
+            let mut after_failure = 0u32;
+            let mut i = 0;
+            while Instant::now() < stop_at {
+                let key = format!("w{worker}-{i}");
+                match store.put(&scope, &key, MemoryWrite::new(format!("value {i}"))).await {
+                    Ok(record) => {
+                        if failures > 0 {
+                            after_failure += 1;
+                        }
+                        acknowledged.insert(key, record.revision);
+                    }
+                    Err(err) => {
+                        assert!(err.is_storage(), "{err}");
+                        failures += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                i += 1;
+            }
+            (acknowledged, failures, after_failure)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // SIGKILL and start again on the same port and directory, while the workers keep writing.
+    let server = tokio::task::spawn_blocking(move || {
+        server.restart();
+        server
+    })
+    .await
+    .unwrap();
+    let mut acknowledged = HashMap::new();
+    let (mut failures, mut recovered) = (0, 0);
+    for task in tasks {
+        let (acks, failed, after) = task.await.unwrap();
+        acknowledged.extend(acks);
+        failures += failed;
+        recovered += after;
+    }
+    assert!(failures > 0, "the restart failed the writes in flight");
+    assert!(recovered > 0, "writes succeed again after the restart");
+    for (key, revision) in &acknowledged {
+        let record = eventually(|| store.get(&scope, key)).await;
+        let record = record.unwrap_or_else(|| panic!("acknowledged write {key} was lost"));
+        assert_eq!(&record.revision, revision);
+    }
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_reload_by_themselves_after_the_server_forgets_them() {
+    let server = RedisServer::start();
+    let store = started(&server.url()).await;
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
+    assert_eq!(server.cli(&["SCRIPT", "FLUSH"]), "OK");
+    assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
+    store.put(&scope, "k2", MemoryWrite::new("v")).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_and_debug_output_never_show_the_password() {
+    let password = "pw-Zq8-never-shown";
+    let server = RedisServer::start_with(&["--requirepass", password]);
+    assert!(server.url().contains(password));
+    let ok = started(&server.url()).await;
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    ok.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
+    assert!(!format!("{ok:?}").contains(password));
+
+    let wrong = format!("redis://:{password}-wrong@127.0.0.1:{}", server.port());
+    let store = RedisMemoryStore::from_url(&wrong).unwrap();
+    let err = store.start().await.expect_err("wrong password");
+    assert!(err.is_storage());
+    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!format!("{store:?}").contains(password));
+    let builder = RedisMemoryStore::builder(wrong.clone());
+    assert!(!format!("{builder:?}").contains(password));
+
+    let unreachable = format!("redis://:{password}@127.0.0.1:1");
+    let err = started_err(&unreachable).await;
+    assert!(err.is_storage());
+    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+
+    let cluster = format!("redis+cluster://:{password}@127.0.0.1:1,127.0.0.1:2");
+    let err = started_err(&cluster).await;
+    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+
+    for bad in [
+        format!("rediss://:{password}@127.0.0.1:6379"),
+        format!("redis+cluster://:{password}@"),
+        format!("redis+cluster://:{password}@127.0.0.1:7000/3"),
+        format!("redis://:{password}@127.0.0.1:notaport"),
+    ] {
+        let err = agent_memory::open(&bad).expect_err("rejected");
+        assert!(err.is_invalid(), "{err}");
+        assert!(!err.to_string().contains(password));
+    }
+}
+
+async fn started_err(url: &str) -> MemoryError {
+    let store = RedisMemoryStore::builder(url)
+        .connection_timeout(Duration::from_secs(2))
+        .build()
+        .expect("a well-formed URL");
+    store.start().await.expect_err("nothing listens there")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_takes_a_redis_url() {
+    let store = agent_memory::open(&shared_url()).unwrap();
+    store.start().await.unwrap();
+    store.start().await.expect("start is idempotent");
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    let written = store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
+    assert_eq!(store.get(&scope, "k").await.unwrap().unwrap(), written);
+    store.close().await.unwrap();
+    store.close().await.expect("close is idempotent");
+    assert!(store.get(&scope, "k").await.unwrap_err().is_storage());
+}
