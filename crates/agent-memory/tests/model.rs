@@ -45,3 +45,25 @@ fn postgres_store_matches_the_model() {
         Subject { store: Arc::new(store), clock: None }
     });
 }
+
+/// Redis keeps time itself: the model writes only far-future expiries there.
+#[cfg(feature = "redis")]
+#[test]
+fn redis_store_matches_the_model() {
+    let url = agent_memory_testkit::redis::shared_url();
+    check_against_model("redis", || async {
+        let store = agent_memory::RedisMemoryStore::from_url(&url).expect("a valid URL");
+        Subject { store: Arc::new(store), clock: None }
+    });
+}
+
+/// The same on a three-master Redis Cluster.
+#[cfg(feature = "redis")]
+#[test]
+fn redis_cluster_store_matches_the_model() {
+    let url = agent_memory_testkit::redis::shared_cluster_url();
+    check_against_model("redis cluster", || async {
+        let store = agent_memory::RedisMemoryStore::from_url(&url).expect("a valid cluster URL");
+        Subject { store: Arc::new(store), clock: None }
+    });
+}
