@@ -745,3 +745,29 @@ fn mcp_serves_the_scope_given_by_the_options() {
     let status = child.wait().expect("exits");
     assert_eq!(status.code(), Some(OK));
 }
+
+/// The move README promises: export from the SQLite default, import into PostgreSQL (a real
+/// server from the test kit, in a table of its own), and read back the same records.
+#[test]
+fn export_from_sqlite_imports_into_postgres() {
+    let fx = Fixture::new();
+    seed_export_source(&fx);
+    let backup = fx.path("backup.jsonl");
+    fx.cmd().args(["export", "--output"]).arg(&backup).assert().code(OK);
+    let exported = json_lines(&std::fs::read(&backup).unwrap());
+
+    let url = agent_memory_testkit::postgres::shared_url();
+    let table = format!(
+        "cli_move_{}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    );
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let target = format!("{url}{separator}table={table}");
+    fx.bare().args(["--store", &target, "setup"]).assert().code(OK);
+    let imported = fx.on(&target, "u1").arg("import").arg(&backup).output().unwrap();
+    assert_eq!(imported.status.code(), Some(OK), "{}", String::from_utf8_lossy(&imported.stderr));
+    let moved = stdout_json(fx.on(&target, "u1").arg("export"));
+    assert_eq!(comparable(&moved), comparable(&exported));
+    let hits = stdout_json(fx.on(&target, "u1").args(["search", "short", "--json"]));
+    assert_eq!(keys(&hits), vec!["tone"]);
+}
