@@ -205,8 +205,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Usage errors exit 2 and --help/--version exit 0, both from clap.
-    let cli = Cli::parse();
+    // Usage errors exit 2 and --help/--version exit 0, both from clap; an argument that is not
+    // UTF-8 is reported here instead, on one line that says which argument it was.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if err.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            return report(&exit::CliError::Invalid(not_utf8()));
+        }
+        Err(err) => err.exit(),
+    };
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -216,6 +223,42 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => report(&err),
     }
+}
+
+/// Names the first argument (by position, and the option before it) or environment variable
+/// that is not UTF-8. The value itself is never shown: it may be a store URL with a password.
+fn not_utf8() -> String {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    for (index, arg) in args.iter().enumerate() {
+        if arg.to_str().is_some() {
+            continue;
+        }
+        let option = arg
+            .as_encoded_bytes()
+            .split(|&b| b == b'=')
+            .next()
+            .and_then(|name| std::str::from_utf8(name).ok())
+            .filter(|name| name.starts_with('-') && arg.as_encoded_bytes().contains(&b'='))
+            .or_else(|| {
+                let before = args.get(index.checked_sub(1)?)?.to_str()?;
+                before.starts_with('-').then_some(before)
+            });
+        let position = index + 1;
+        return match option {
+            Some(option) => {
+                format!("invalid argument: argument {position} ({option}) is not valid UTF-8")
+            }
+            None => format!("invalid argument: argument {position} is not valid UTF-8"),
+        };
+    }
+    for var in
+        ["AGENT_MEMORY_STORE", "AGENT_MEMORY_APP", "AGENT_MEMORY_USER", "AGENT_MEMORY_NAMESPACE"]
+    {
+        if std::env::var_os(var).is_some_and(|value| value.to_str().is_none()) {
+            return format!("invalid argument: {var} is not valid UTF-8");
+        }
+    }
+    "invalid argument: an argument is not valid UTF-8".to_owned()
 }
 
 fn report(err: &exit::CliError) -> ExitCode {

@@ -212,3 +212,285 @@ mod tests {
         assert_eq!(plan.entries[0].scope.user_id(), "u9");
     }
 }
+
+/// Property tests ("fuzzing") of the import parser: arbitrary bytes, arbitrary JSON lines and
+/// mutated export lines through [`plan`]. Every input is a plan of records that pass the
+/// store's rules and belong to the owner, or one `Invalid` error naming a line; never a panic
+/// or any other error. `AGENT_MEMORY_FUZZ_CASES` sets the case count per property (default
+/// 1,000); see `docs/testing.md`.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    fn cases() -> u32 {
+        std::env::var("AGENT_MEMORY_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_unix_seconds(2_000_000_000.0).expect("a valid instant")
+    }
+
+    fn owners() -> [Owner; 2] {
+        [Owner::User { application_id: "app".into(), user_id: "u1".into() }, Owner::Any]
+    }
+
+    /// Text that breaks careless code, plus the ids the owner check compares against.
+    fn hostile_text() -> BoxedStrategy<String> {
+        prop_oneof![
+            3 => any::<String>(),
+            3 => "[\\x00-\\x1f%_*\\\\:/{}'\"`;<>a-zA-Z0-9 -]{0,30}",
+            3 => prop::sample::select(vec![
+                "app", "u1", "u2", "other", "ns", "k", "'; DROP TABLE memories; --",
+                "]] redis.call('FLUSHALL') --[[", "{tag}", "%", "\u{202e}", "a\u{0}b", "\r", "",
+            ])
+            .prop_map(str::to_owned),
+            1 => (prop::sample::select(vec!['a', 'é', '\0']), prop::sample::select(vec![129usize, 257, 65_537]))
+                .prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
+        ]
+        .boxed()
+    }
+
+    fn arb_json() -> BoxedStrategy<Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            hostile_text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 48, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map(hostile_text(), inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+        .boxed()
+    }
+
+    /// A field value: usually of the right shape, sometimes anything.
+    fn field(right: BoxedStrategy<Value>) -> BoxedStrategy<Option<Value>> {
+        prop::option::weighted(0.97, prop_oneof![80 => right, 1 => arb_json()]).boxed()
+    }
+
+    fn scope_value() -> BoxedStrategy<Value> {
+        let id = |usual: &'static str| prop_oneof![6 => Just(usual.to_owned()), 1 => Just("u2".to_owned()), 2 => hostile_text()];
+        let namespace = prop::option::weighted(
+            0.4,
+            prop_oneof![Just("ns".to_owned()), Just("{tag} '%'".to_owned()), hostile_text()],
+        );
+        (id("app"), id("u1"), namespace, prop::option::weighted(0.05, hostile_text()))
+            .prop_map(|(app, user, namespace, extra)| {
+                let mut scope = json!({"application_id": app, "user_id": user});
+                if let Some(namespace) = namespace {
+                    scope["namespace"] = json!(namespace);
+                }
+                if let Some(extra) = extra {
+                    scope[extra] = json!(true);
+                }
+                scope
+            })
+            .boxed()
+    }
+
+    /// One JSON line shaped like an export record, with hostile values and wrong types.
+    fn record_line() -> BoxedStrategy<String> {
+        let text = || hostile_text().prop_map(Value::String).boxed();
+        let seconds = prop_oneof![
+            6 => Just(Value::Null),
+            3 => (2_000_000_001_u32..4_000_000_000).prop_map(|s| json!(f64::from(s) + 0.25)),
+            1 => prop::sample::select(vec![0.0, 1_000.0, 1_999_999_999.0, 2_000_000_000.0, -1.0, 1e300])
+                .prop_map(|f| json!(f)),
+            1 => any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ]
+        .boxed();
+        let source = prop::collection::btree_map(
+            prop_oneof![
+                9 => prop::sample::select(vec!["session_id", "invocation_id", "agent"]),
+                1 => Just("user_id"),
+            ],
+            text(),
+            0..3,
+        )
+        .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+        .boxed();
+        let metadata = prop_oneof![
+            9 => prop::collection::btree_map(hostile_text(), arb_json(), 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            1 => arb_json(),
+        ]
+        .boxed();
+        (
+            (field(scope_value()), field(text()), field(text()), field(metadata)),
+            (field(seconds.clone()), field(source), field(text()), field(seconds)),
+            prop::option::weighted(0.05, (hostile_text(), arb_json())),
+        )
+            .prop_map(
+                |((scope, key, content, metadata), (expires, source, revision, created), extra)| {
+                    let mut line = Map::new();
+                    let fields = [
+                        ("scope", scope),
+                        ("key", key),
+                        ("content", content),
+                        ("metadata", metadata),
+                        ("expires_at", expires),
+                        ("source", source),
+                        ("revision", revision),
+                        ("created_at", created),
+                    ];
+                    for (name, value) in fields {
+                        if let Some(value) = value {
+                            line.insert(name.to_owned(), value);
+                        }
+                    }
+                    if let Some((name, value)) = extra {
+                        line.insert(name, value);
+                    }
+                    Value::Object(line).to_string()
+                },
+            )
+            .boxed()
+    }
+
+    /// Runs [`plan`] for every owner and checks what it returned against the input.
+    fn check(input: &[u8]) -> Result<(), TestCaseError> {
+        let lines: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        for owner in owners() {
+            match plan(input, &owner, now()) {
+                Ok(plan) => {
+                    let mut last = 0;
+                    let mut seen = HashSet::new();
+                    for entry in &plan.entries {
+                        prop_assert!(entry.line > last, "entries come in input order");
+                        last = entry.line;
+                        prop_assert!(entry.line <= lines.len());
+                        prop_assert!(validation::put(&entry.key, &entry.write, now()).is_ok());
+                        prop_assert!(seen.insert((entry.scope.clone(), entry.key.clone())));
+                        if let Owner::User { application_id, user_id } = &owner {
+                            prop_assert_eq!(entry.scope.application_id(), application_id);
+                            prop_assert_eq!(entry.scope.user_id(), user_id);
+                        }
+                        // What is planned is what the line said, byte for byte.
+                        let raw = lines[entry.line - 1];
+                        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+                        let value: Value =
+                            serde_json::from_slice(raw).expect("a planned line is JSON");
+                        prop_assert_eq!(value["key"].as_str(), Some(entry.key.as_str()));
+                        prop_assert_eq!(value["content"].as_str(), Some(entry.write.content()));
+                    }
+                    let non_blank = lines
+                        .iter()
+                        .filter(|l| std::str::from_utf8(l).map_or(true, |t| !t.trim().is_empty()))
+                        .count();
+                    let planned = u64::try_from(plan.entries.len()).expect("a small count");
+                    prop_assert!(
+                        planned + plan.expired <= u64::try_from(non_blank).expect("small")
+                    );
+                }
+                Err(CliError::Invalid(message)) => {
+                    let number: usize = message
+                        .strip_prefix("line ")
+                        .and_then(|rest| rest.split([':', ',']).next())
+                        .and_then(|n| n.parse().ok())
+                        .ok_or_else(|| {
+                            TestCaseError::fail(format!("no line number in {message:?}"))
+                        })?;
+                    prop_assert!(
+                        (1..=lines.len()).contains(&number),
+                        "line {} of {}",
+                        number,
+                        lines.len()
+                    );
+                    let shown = CliError::Invalid(message).to_string();
+                    prop_assert!(!shown.chars().any(char::is_control), "one line: {:?}", shown);
+                    prop_assert!(shown.chars().count() <= 300, "short: {:?}", shown);
+                }
+                Err(other) => {
+                    return Err(TestCaseError::fail(format!(
+                        "expected a plan or Invalid, got {other:?}"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes that keep a line looking like JSON most of the time, and any byte sometimes.
+    fn json_byte() -> BoxedStrategy<u8> {
+        prop_oneof![
+            6 => prop::sample::select(b"{}[]:,\"\\ \r\n\t0123456789.eE+-tfnulakeyscopecontent".to_vec()),
+            1 => 0u8..0x80,
+        ]
+        .boxed()
+    }
+
+    const VALID: &str = r#"{"scope":{"application_id":"app","user_id":"u1","namespace":"ns"},"key":"k","content":"c","metadata":{"a":[1,{"b":null}]},"revision":"7","created_at":1.5,"updated_at":2.5,"expires_at":3000000000.0,"source":{"session_id":"s","agent":"a"}}"#;
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: cases(),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn any_bytes_plan_or_are_invalid(bytes in prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..2_000),
+            prop::collection::vec(json_byte(), 0..400),
+        ]) {
+            check(&bytes)?;
+        }
+
+        #[test]
+        fn any_record_lines_plan_or_are_invalid(
+            lines in prop::collection::vec(
+                prop_oneof![
+                    8 => record_line(),
+                    1 => Just(String::new()),
+                    1 => Just(VALID.to_owned()),
+                    1 => arb_json().prop_map(|v| v.to_string()),
+                ],
+                1..4,
+            ),
+            crlf in any::<bool>(),
+        ) {
+            let input = lines.join(if crlf { "\r\n" } else { "\n" });
+            check(input.as_bytes())?;
+        }
+
+        #[test]
+        fn mutated_export_lines_plan_or_are_invalid(
+            edits in prop::collection::vec((0..VALID.len(), json_byte(), 0u8..3), 1..8),
+            repeat in 1usize..4,
+        ) {
+            let mut bytes = VALID.as_bytes().to_vec();
+            for (at, byte, op) in edits {
+                let at = at.min(bytes.len());
+                match op {
+                    0 => bytes.insert(at, byte),
+                    1 if at < bytes.len() => { bytes.remove(at); }
+                    _ if at < bytes.len() => bytes[at] = byte,
+                    _ => bytes.push(byte),
+                }
+            }
+            let input: Vec<u8> = vec![bytes; repeat].join(&b'\n');
+            check(&input)?;
+        }
+
+        #[test]
+        fn deeply_nested_lines_are_invalid(depth in 0usize..2_000, open in prop::sample::select(vec![b'[', b'{'])) {
+            let mut line = br#"{"scope":{"application_id":"app","user_id":"u1"},"key":"k","content":"c","metadata":{"m":"#.to_vec();
+            for _ in 0..depth {
+                line.push(open);
+                if open == b'{' {
+                    line.extend_from_slice(br#""n":"#);
+                }
+            }
+            check(&line)?;
+        }
+    }
+}

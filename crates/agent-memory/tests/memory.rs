@@ -5,6 +5,8 @@ use std::sync::Arc;
 use agent_memory::conformance::Fixture;
 use agent_memory::{InMemoryStore, ManualClock};
 
+/// No replica: an `InMemoryStore` keeps its data inside the instance, so a second instance
+/// would be a second datastore. The replica cases race tasks of this one instance instead.
 async fn store() -> Fixture {
     let clock = ManualClock::starting_now();
     Fixture::new(Arc::new(InMemoryStore::with_clock(Arc::new(clock.clone())))).with_clock(clock)

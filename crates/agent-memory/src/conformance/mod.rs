@@ -3,8 +3,8 @@
 //! Each case is a `pub async fn(Harness)` in [`cases`] that checks one rule of the contract
 //! (the "Semantics" of the design, and the `# Behavior` lists on [`MemoryStore`]). The cases
 //! are grouped by concern: basics, isolation, conditional writes (cas), expiry, paging, search,
-//! erasure, namespaces, limits, concurrency, and the [`Facts`](crate::Facts) and
-//! [`ScopedMemory`](crate::ScopedMemory) layers over a store.
+//! erasure, namespaces, limits, hostile input, concurrency, replicas, and the
+//! [`Facts`](crate::Facts) and [`ScopedMemory`](crate::ScopedMemory) layers over a store.
 //!
 //! # Running it against a provider
 //!
@@ -33,6 +33,22 @@
 //! outside it, so cases run in parallel and many runs can share one database, one Redis or one
 //! cluster without cleaning up. Cases never wipe the whole store.
 //!
+//! # Replicas
+//!
+//! A provider meant for several application replicas on one datastore passes a second,
+//! independent instance with [`Fixture::with_replica`]:
+//!
+//! ```ignore
+//! async fn store() -> Fixture {
+//!     let url = std::env::var("MY_URL").unwrap();
+//!     Fixture::new(Arc::new(MyStore::connect(&url))).with_replica(Arc::new(MyStore::connect(&url)))
+//! }
+//! ```
+//!
+//! The replica cases then race compare-and-set, `create_only` and `delete_user` across the two
+//! instances. Without a replica ([`Harness::replica`] is then the store itself) they race tasks
+//! of one instance, which is all the in-memory provider can have.
+//!
 //! # Time
 //!
 //! Providers whose clock can be injected pass a [`ManualClock`] with [`Fixture::with_clock`];
@@ -60,13 +76,14 @@ use crate::time::{Clock, ManualClock, Timestamp};
 #[derive(Debug, Clone)]
 pub struct Fixture {
     store: Arc<dyn MemoryStore>,
+    replica: Option<Arc<dyn MemoryStore>>,
     clock: Option<ManualClock>,
 }
 
 impl Fixture {
     /// An unstarted store whose clock is the datastore's (or the system's).
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store, clock: None }
+        Self { store, replica: None, clock: None }
     }
 
     /// Declares that `store` reads time from `clock`, so cases can move it.
@@ -74,25 +91,51 @@ impl Fixture {
         self.clock = Some(clock);
         self
     }
+
+    /// Adds a second, independent, unstarted store instance on the same datastore: what a
+    /// second replica of an application would build (its own pool, connections or file handle,
+    /// the same database, Redis or file). The replica cases race the two instances against each
+    /// other; the harness starts and closes it alongside the store.
+    ///
+    /// Without it, [`Harness::replica`] is the store itself. That is the honest default for a
+    /// provider that cannot have two instances on one datastore (the in-memory provider keeps
+    /// its data inside the instance), and it still runs every replica case, as a race between
+    /// tasks of one instance. A provider that can have replicas should pass one here, so the
+    /// cases prove that the conditional checks live in the datastore and not in the instance.
+    pub fn with_replica(mut self, store: Arc<dyn MemoryStore>) -> Self {
+        self.replica = Some(store);
+        self
+    }
 }
 
-/// What a case gets: the started store, a fresh application id, and a way to move time.
+/// What a case gets: the started store (and its replica), a fresh application id, and a way to
+/// move time.
 #[derive(Debug, Clone)]
 pub struct Harness {
     store: Arc<dyn MemoryStore>,
+    replica: Arc<dyn MemoryStore>,
     clock: Option<ManualClock>,
     application_id: String,
 }
 
 impl Harness {
-    /// Starts the fixture's store under a fresh random application id.
+    /// Starts the fixture's store (and its replica, when it has one) under a fresh random
+    /// application id.
     ///
     /// # Panics
-    /// If the store does not start.
+    /// If the store or its replica does not start.
     pub async fn start(fixture: Fixture) -> Self {
         fixture.store.start().await.expect("the store under test starts");
+        let replica = match fixture.replica {
+            Some(replica) => {
+                replica.start().await.expect("the replica of the store under test starts");
+                replica
+            }
+            None => Arc::clone(&fixture.store),
+        };
         Self {
             store: fixture.store,
+            replica,
             clock: fixture.clock,
             application_id: format!("conformance-{}", uuid::Uuid::new_v4().simple()),
         }
@@ -106,6 +149,17 @@ impl Harness {
     /// The store under test, shared (for spawned tasks).
     pub fn shared_store(&self) -> Arc<dyn MemoryStore> {
         Arc::clone(&self.store)
+    }
+
+    /// A second, started instance on the same datastore (see [`Fixture::with_replica`]); the
+    /// store itself when the fixture has no replica.
+    pub fn replica(&self) -> Arc<dyn MemoryStore> {
+        Arc::clone(&self.replica)
+    }
+
+    /// True when [`replica`](Self::replica) is a separate instance, not the store itself.
+    pub fn has_replica(&self) -> bool {
+        !Arc::ptr_eq(&self.store, &self.replica)
     }
 
     /// This case's application id.
@@ -166,8 +220,8 @@ impl Harness {
 /// expiry finish in time on a loaded machine.
 const EXPIRY_WINDOW: Duration = Duration::from_millis(2500);
 
-/// Runs one case on a fresh multi-threaded runtime: builds the fixture, starts the store, runs
-/// the case, closes the store. Used by [`conformance_tests!`](crate::conformance_tests).
+/// Runs one case on a fresh multi-threaded runtime: builds the fixture, starts the store (and
+/// its replica), runs the case, closes them. Used by [`conformance_tests!`](crate::conformance_tests).
 ///
 /// # Panics
 /// When the case fails.
@@ -186,7 +240,11 @@ where
     runtime.block_on(async {
         let harness = Harness::start(factory().await).await;
         let store = harness.shared_store();
+        let replica = harness.has_replica().then(|| harness.replica());
         case(harness).await;
+        if let Some(replica) = replica {
+            replica.close().await.expect("the replica of the store under test closes");
+        }
         store.close().await.expect("the store under test closes");
     });
 }
@@ -199,10 +257,12 @@ mod concurrency;
 mod erasure;
 mod expiry;
 mod facts;
+mod hostile;
 mod isolation;
 mod limits;
 mod namespaces;
 mod paging;
+mod replicas;
 mod scoped;
 mod search;
 
@@ -214,10 +274,12 @@ pub mod cases {
     pub use super::erasure::*;
     pub use super::expiry::*;
     pub use super::facts::*;
+    pub use super::hostile::*;
     pub use super::isolation::*;
     pub use super::limits::*;
     pub use super::namespaces::*;
     pub use super::paging::*;
+    pub use super::replicas::*;
     pub use super::scoped::*;
     pub use super::search::*;
 }
@@ -330,11 +392,22 @@ macro_rules! __conformance_case_list {
             metadata_depth_is_bounded,
             nul_is_invalid_everywhere,
             rejected_replace_leaves_record_unchanged,
+            // hostile input
+            injection_strings_round_trip_byte_for_byte,
+            injection_strings_search_literally,
+            injection_strings_as_ids_stay_isolated,
+            huge_inputs_are_invalid_and_change_nothing,
+            forged_and_garbled_cursors_are_invalid,
             // concurrency
             concurrent_compare_and_set_loses_no_update,
             concurrent_create_only_has_one_winner,
             concurrent_conditional_delete_has_one_winner,
             concurrent_writes_to_distinct_keys_all_land,
+            // replicas
+            replicas_see_each_others_writes,
+            replicas_compare_and_set_never_wins_a_revision_twice,
+            replicas_create_only_has_one_winner_per_key,
+            delete_user_racing_writes_leaves_whole_records,
             // facts
             facts_remember_always_adds,
             facts_recall_oldest_first_with_truncating_limit,
