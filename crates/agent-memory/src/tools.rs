@@ -489,6 +489,9 @@ struct Args<'a> {
 }
 
 /// Argument names that suggest a caller is trying to pick a scope.
+/// How many undeclared argument names an error lists before summarising the rest.
+const MAX_LISTED_UNKNOWN: usize = 5;
+
 const SCOPE_WORDS: [&str; 7] = ["user", "app", "namespace", "tenant", "scope", "owner", "account"];
 
 fn check_args<'a>(
@@ -512,8 +515,15 @@ fn check_args<'a>(
             map.keys().map(String::as_str).filter(|name| !declared.contains(name)).collect();
         if !unknown.is_empty() {
             unknown.sort_unstable();
-            let listed =
-                unknown.iter().map(|name| format!("`{}`", printable(name))).collect::<Vec<_>>();
+            // Name a few; a call with thousands of junk fields must not get a huge error back.
+            let mut listed: Vec<String> = unknown
+                .iter()
+                .take(MAX_LISTED_UNKNOWN)
+                .map(|name| format!("`{}`", printable(name)))
+                .collect();
+            if unknown.len() > MAX_LISTED_UNKNOWN {
+                listed.push(format!("and {} more", unknown.len() - MAX_LISTED_UNKNOWN));
+            }
             let accepted =
                 if declared.is_empty() { "none".to_owned() } else { declared.join(", ") };
             let mut message = format!(

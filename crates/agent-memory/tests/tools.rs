@@ -628,3 +628,19 @@ async fn hostile_model_input_never_panics() {
     let err = fail(&memory, "memory_list", json!({"a\u{1b}[31m": 1})).await;
     assert!(!err.message().contains('\u{1b}'), "{err}");
 }
+
+#[tokio::test]
+async fn thousands_of_undeclared_arguments_get_a_short_error() {
+    let memory = ScopedMemory::new(started().await, scope("ivy"));
+    let mut args = serde_json::Map::new();
+    args.insert("key".into(), json!("k"));
+    for i in 0..10_000 {
+        args.insert(format!("junk-{i:05}"), json!(i));
+    }
+    args.insert("user_id".into(), json!("someone-else"));
+    let err = fail(&memory, "memory_get", Value::Object(args)).await;
+    assert_eq!(err.kind(), ToolErrorKind::InvalidArguments);
+    assert!(err.message().len() < 1_000, "{} bytes", err.message().len());
+    assert!(err.message().contains("more"), "{err}");
+    assert!(err.message().contains("cannot be chosen"), "scope fields are still called out: {err}");
+}
