@@ -16,14 +16,18 @@ use agent_memory::{
 use agent_memory_testkit::postgres::{shared_url, PostgresServer};
 use tokio_postgres::NoTls;
 
-async fn store() -> Fixture {
-    let store = PostgresMemoryStore::builder(&shared_url())
+fn pooled_store() -> PostgresMemoryStore {
+    PostgresMemoryStore::builder(&shared_url())
         .expect("a valid URL")
         .min_connections(1)
         .max_connections(4)
         .build()
-        .expect("a valid configuration");
-    Fixture::new(Arc::new(store))
+        .expect("a valid configuration")
+}
+
+async fn store() -> Fixture {
+    // Two stores with their own pools on one table: two replicas of a service.
+    Fixture::new(Arc::new(pooled_store())).with_replica(Arc::new(pooled_store()))
 }
 
 agent_memory::conformance_tests!(store);

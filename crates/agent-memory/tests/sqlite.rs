@@ -97,10 +97,13 @@ impl MemoryStore for TempStore {
 async fn store() -> Fixture {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let clock = ManualClock::starting_now();
-    let store = SqliteMemoryStore::builder(dir.path().join("memories.db"))
-        .clock(Arc::new(clock.clone()))
-        .build();
-    Fixture::new(Arc::new(TempStore { store, _dir: dir })).with_clock(clock)
+    let path = dir.path().join("memories.db");
+    let store = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    // A second store on the same file: another process's view, for the replica cases.
+    let replica = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    Fixture::new(Arc::new(TempStore { store, _dir: dir }))
+        .with_clock(clock)
+        .with_replica(Arc::new(replica))
 }
 
 agent_memory::conformance_tests!(store);
