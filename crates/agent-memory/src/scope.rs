@@ -1,6 +1,7 @@
 //! [`MemoryScope`], the isolation boundary every operation runs in.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +32,11 @@ use crate::validation;
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "ScopeFields", into = "ScopeFields")]
 pub struct MemoryScope {
-    application_id: String,
-    user_id: String,
-    namespace: Option<String>,
+    // Shared text: every record a provider returns carries its scope, so cloning one must not
+    // copy the ids.
+    application_id: Arc<str>,
+    user_id: Arc<str>,
+    namespace: Option<Arc<str>>,
 }
 
 impl MemoryScope {
@@ -47,7 +50,7 @@ impl MemoryScope {
         let user_id = user_id.into();
         validation::id("application_id", &application_id)?;
         validation::id("user_id", &user_id)?;
-        Ok(Self { application_id, user_id, namespace: None })
+        Ok(Self { application_id: application_id.into(), user_id: user_id.into(), namespace: None })
     }
 
     /// The same application and user in the named namespace.
@@ -57,7 +60,7 @@ impl MemoryScope {
     pub fn with_namespace(&self, namespace: impl Into<String>) -> Result<Self> {
         let namespace = namespace.into();
         validation::id("namespace", &namespace)?;
-        Ok(Self { namespace: Some(namespace), ..self.clone() })
+        Ok(Self { namespace: Some(namespace.into()), ..self.clone() })
     }
 
     /// The same application and user in the default namespace.
@@ -122,9 +125,9 @@ impl TryFrom<ScopeFields> for MemoryScope {
 impl From<MemoryScope> for ScopeFields {
     fn from(scope: MemoryScope) -> Self {
         Self {
-            application_id: scope.application_id,
-            user_id: scope.user_id,
-            namespace: scope.namespace,
+            application_id: scope.application_id.to_string(),
+            user_id: scope.user_id.to_string(),
+            namespace: scope.namespace.map(|ns| ns.to_string()),
         }
     }
 }
