@@ -1,4 +1,4 @@
-//! The export/import format: JSON Lines, one [`MemoryRecord`] per line, exactly as the library
+//! The export/import format: JSON Lines, one [`MemoryRecord`](agent_memory::MemoryRecord) per line, exactly as the library
 //! serializes it (and as `list --json` prints it):
 //!
 //! ```json
