@@ -8,7 +8,7 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `…r:<hex(namespace)>:<key>` | hash | one record |
+//! | `…r:<hex(namespace)>:<key>` | string | one record (layout in the provider's module docs) |
 //! | `…i:<hex(namespace)>` | sorted set, all scores 0 | the namespace's keys, for byte-order paging |
 //! | `…n` | sorted set, all scores 0 | the user's namespaces as hex, default (empty) first |
 //! | `…s` | string | the user's revision floor |
@@ -82,19 +82,32 @@ impl ScopeKeys {
 
     /// The prefix of every record key in the namespace: `am:{tag}:r:<hex ns>:`.
     pub(crate) fn record_prefix(&self) -> String {
-        format!("{}r:{}:", self.user, self.namespace)
+        self.record_with_capacity(0)
     }
 
-    /// The record hash of `key`.
+    /// The record string of `key`.
     pub(crate) fn record(&self, key: &str) -> String {
-        let mut out = self.record_prefix();
+        let mut out = self.record_with_capacity(key.len());
         out.push_str(key);
+        out
+    }
+
+    fn record_with_capacity(&self, extra: usize) -> String {
+        let mut out = String::with_capacity(self.user.len() + self.namespace.len() + 3 + extra);
+        out.push_str(&self.user);
+        out.push_str("r:");
+        out.push_str(&self.namespace);
+        out.push(':');
         out
     }
 
     /// The namespace's ordered index.
     pub(crate) fn index(&self) -> String {
-        format!("{}i:{}", self.user, self.namespace)
+        let mut out = String::with_capacity(self.user.len() + self.namespace.len() + 2);
+        out.push_str(&self.user);
+        out.push_str("i:");
+        out.push_str(&self.namespace);
+        out
     }
 
     /// The user's namespace set.
@@ -110,12 +123,12 @@ impl ScopeKeys {
 
 /// The namespace set under a user prefix.
 pub(crate) fn namespaces_key(user_prefix: &str) -> String {
-    format!("{user_prefix}n")
+    [user_prefix, "n"].concat()
 }
 
 /// The revision floor under a user prefix.
 pub(crate) fn floor_key(user_prefix: &str) -> String {
-    format!("{user_prefix}s")
+    [user_prefix, "s"].concat()
 }
 
 #[cfg(test)]

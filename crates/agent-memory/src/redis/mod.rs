@@ -37,26 +37,48 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `r:<hex(namespace)>:<key>` | hash | one record: `r` revision, `c` content, `m` metadata JSON, `ca`/`ua` created/updated (µs since the epoch), `x` expiry (µs, empty for none), `s` source JSON (empty for none) |
+//! | `r:<hex(namespace)>:<key>` | string | one record, in the layout below |
 //! | `i:<hex(namespace)>` | sorted set, every score 0 | the namespace's keys; `ZRANGEBYLEX` pages them in byte order |
 //! | `n` | sorted set, every score 0 | the user's non-empty namespaces as hex (the default namespace is the empty string, first) |
 //! | `s` | string | the user's revision floor: at least every revision of a record removed so far |
 //!
 //! Hex contains neither `:` nor `}`, so no two scopes share a key whatever their ids contain.
 //! Lowercase hex keeps byte order, so namespaces page in the order of their raw bytes. The
-//! scripts keep three invariants in every call: a record hash exists exactly when its key is in
-//! its namespace index, and a namespace is in the user's set exactly when its index is not
+//! scripts keep three invariants in every call: a record string exists exactly when its key is
+//! in its namespace index, and a namespace is in the user's set exactly when its index is not
 //! empty.
+//!
+//! A record is one string: an 88-byte header of zero-padded decimal fields, then the payload.
+//!
+//! | bytes | field |
+//! | --- | --- |
+//! | 0..18 | revision |
+//! | 18..36 | `created_at`, µs since the epoch |
+//! | 36..54 | `updated_at`, µs since the epoch |
+//! | 54..72 | `expires_at`, µs since the epoch; all zeros for none |
+//! | 72..80 | content length in bytes |
+//! | 80..88 | source length in bytes (0 for none) |
+//! | 88.. | content, then source JSON, then metadata JSON (the rest) |
+//!
+//! Fixed widths let a script read just the header (`GETRANGE 0 71`) and see at once whether a
+//! record has an expiry; `get` returns the whole string, which the client decodes. `put` writes
+//! the record with one `SET`: the client sends everything from the expiry on, and the script
+//! puts the revision and timestamps in front of it. A record is only ever read and written
+//! whole by these scripts, so the layout cannot be half updated.
 //!
 //! # Revisions
 //!
 //! A revision is a decimal integer: `max(previous + 1, server time in µs)`, where `previous` is
-//! the key's current revision while its hash exists (live or expired), and otherwise the user's
-//! revision floor (`s`, absent counts as 0). Every script that removes a hash (`delete`,
-//! `delete_all`, `purge_expired`) raises the floor to at least that hash's revision in the same
-//! atomic step. So while the floor exists, a key's revisions strictly increase across updates,
-//! deletes and re-creations, without any clock involved. An update writes only the record hash:
-//! no counter is touched on the hot path.
+//! the key's current revision while its record exists (live or expired), and otherwise the
+//! user's revision floor (`s`, absent counts as 0). Every script that removes a record
+//! (`delete`, `delete_all`, `purge_expired`) raises the floor to at least that record's revision
+//! in the same atomic step. Revision tokens are the canonical decimal (no leading zeros); the
+//! header holds them zero-padded to 18 digits. Lua numbers are doubles, so a `put` whose
+//! revision would reach 2^53 (server time in the year 2255) fails with `Storage` rather than
+//! lose the `+ 1`. So while the floor exists, a key's revisions strictly increase across updates,
+//! deletes and re-creations, without any clock involved. An update reads the record's header
+//! and writes the record: no index, set or counter is touched on the hot path (the index and
+//! namespace set change only when a key is new, which the header read tells).
 //!
 //! Only [`delete_user`](crate::MemoryStore::delete_user) removes the floor, because the contract
 //! requires that nothing naming an erased user remains. A revision runs ahead of the server
@@ -68,8 +90,9 @@
 //!
 //! # Expiry
 //!
-//! Expiry is logical: each script compares `x` with the server's `TIME` and treats expired
-//! records as absent. No Redis `EXPIRE` is set: expired records stay until
+//! Expiry is logical: each script compares a record's `expires_at` with the server's `TIME` and
+//! treats expired records as absent (`get` reads the clock only for records that have an
+//! expiry). No Redis `EXPIRE` is set: expired records stay until
 //! [`purge_expired`](crate::MemoryStore::purge_expired), a delete, `delete_all` or
 //! `delete_user` removes them, and they count in `delete_all` as the contract requires. The
 //! `expires_at` a caller passes is validated against the local clock before any I/O.
@@ -92,8 +115,8 @@
 //! # Failures
 //!
 //! Scripts are loaded at `start()` and called by hash; a server that lost its script cache
-//! (restart, `SCRIPT FLUSH`) answers `NOSCRIPT`, and redis-rs loads the script and repeats the
-//! call, which is safe because a `NOSCRIPT` call did not run. A lost connection fails the
+//! (restart, `SCRIPT FLUSH`) answers `NOSCRIPT`, and the store loads the script and repeats the
+//! call once, which is safe because a `NOSCRIPT` call did not run. A lost connection fails the
 //! operation in flight with [`Storage`](MemoryError::Storage) (a write may have committed) and
 //! the next operations reconnect by themselves. Writes are never retried after an ambiguous
 //! failure: the cluster client is built with no automatic retries, and only answers that prove
@@ -113,6 +136,7 @@ mod error;
 mod keys;
 
 use std::fmt;
+use std::io::Write;
 use std::sync::{LazyLock, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -120,7 +144,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
-use redis::{Client, Cmd, Script, ScriptInvocation, Value};
+use redis::{Client, Cmd, ErrorKind, RedisWrite, Script, ServerErrorKind, Value};
 
 pub use durability::DurabilityReport;
 
@@ -195,10 +219,23 @@ enum Conn {
 }
 
 impl Conn {
-    async fn invoke(&mut self, invocation: &ScriptInvocation<'_>) -> redis::RedisResult<Value> {
+    async fn query(&mut self, cmd: &Cmd) -> redis::RedisResult<Value> {
         match self {
-            Conn::Single(conn) => invocation.invoke_async(conn).await,
-            Conn::Cluster(conn) => invocation.invoke_async(conn).await,
+            Conn::Single(conn) => cmd.query_async(conn).await,
+            Conn::Cluster(conn) => cmd.query_async(conn).await,
+        }
+    }
+
+    /// Sends an `EVALSHA` built by [`Call`]; a server that answers `NOSCRIPT` (it lost its
+    /// script cache) gets the script loaded and the call once more, which is safe because a
+    /// `NOSCRIPT` call did not run.
+    async fn eval(&mut self, script: &Script, cmd: &Cmd) -> redis::RedisResult<Value> {
+        match self.query(cmd).await {
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.load(script).await?;
+                self.query(cmd).await
+            }
+            reply => reply,
         }
     }
 
@@ -485,11 +522,11 @@ impl RedisMemoryStore {
 
     /// Runs one script call; answers that prove the call did not run (cluster redirections)
     /// are retried a few times, nothing else is.
-    async fn eval(&self, invocation: &ScriptInvocation<'_>) -> Result<Value> {
+    async fn eval(&self, call: &Call<'_>) -> Result<Value> {
         let mut conn = self.connection()?;
         let mut attempt = 0;
         loop {
-            match conn.invoke(invocation).await {
+            match conn.eval(call.script, &call.cmd).await {
                 Ok(value) => return Ok(value),
                 Err(err) if did_not_run(&err) && attempt < NOT_RUN_RETRIES => {
                     attempt += 1;
@@ -514,15 +551,14 @@ impl RedisMemoryStore {
         } else {
             self.options.list_scan
         };
-        let mut invocation = SCRIPTS.page.prepare_invoke();
-        invocation
-            .key(keys.index())
+        let mut call = Call::new(&SCRIPTS.page, 1);
+        call.arg(keys.index())
             .arg(keys.record_prefix())
             .arg(lower_bound(after.as_deref().map(str::as_bytes)))
             .arg(limit)
             .arg(budget)
             .arg(query);
-        let Value::Array(items) = self.eval(&invocation).await? else {
+        let Value::Array(items) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
         let mut items = items.into_iter();
@@ -530,7 +566,8 @@ impl RedisMemoryStore {
         let mut records = Vec::with_capacity(limit);
         while let Some(key) = items.next() {
             let key = text(key)?;
-            records.push(decode_record(scope, key, &mut items)?);
+            let stored = items.next().ok_or_else(unexpected_reply)?;
+            records.push(decode_record(scope, key, stored)?);
         }
         Ok(MemoryPage {
             items: records,
@@ -539,10 +576,10 @@ impl RedisMemoryStore {
     }
 
     /// Loops an erase script until it reports that nothing is left.
-    async fn erase_loop(&self, invocation: &ScriptInvocation<'_>) -> Result<u64> {
+    async fn erase_loop(&self, call: &Call<'_>) -> Result<u64> {
         let mut removed = 0u64;
         loop {
-            let Value::Array(reply) = self.eval(invocation).await? else {
+            let Value::Array(reply) = self.eval(call).await? else {
                 return Err(unexpected_reply());
             };
             let [count, more] = <[Value; 2]>::try_from(reply).map_err(|_| unexpected_reply())?;
@@ -584,31 +621,137 @@ fn int(value: &Value) -> Result<i64> {
     }
 }
 
-fn micros(text: &str) -> Result<Timestamp> {
-    let micros: i64 = text.parse().map_err(|_| malformed_record())?;
+/// Width of each number in a stored record's header: enough for every [`Timestamp`] (at most
+/// 18 digits) and for revisions (server time in microseconds, 16 digits until the year 2286).
+const NUMBER_WIDTH: usize = 18;
+/// Width of the content and metadata lengths in a stored record's header.
+const LENGTH_WIDTH: usize = 8;
+/// Where the expiry starts: after revision, created_at and updated_at. The client writes the
+/// record from here on; the script writes the three numbers before it.
+const EXPIRY_AT: usize = 3 * NUMBER_WIDTH;
+/// Where the content starts: after the expiry and the content and source lengths.
+const PAYLOAD_AT: usize = EXPIRY_AT + NUMBER_WIDTH + 2 * LENGTH_WIDTH;
+
+/// One `EVALSHA` command under construction: the script's hash, the number of keys, then the
+/// keys and arguments in order. Built straight into one buffer, so each argument is copied
+/// once.
+struct Call<'s> {
+    script: &'s Script,
+    cmd: Cmd,
+}
+
+impl<'s> Call<'s> {
+    fn new(script: &'s Script, keys: usize) -> Self {
+        Self::with_capacity(script, keys, 0)
+    }
+
+    /// A call whose keys and arguments take about `bytes` bytes, reserved up front.
+    fn with_capacity(script: &'s Script, keys: usize, bytes: usize) -> Self {
+        let mut cmd = Cmd::with_capacity(16, 64 + bytes);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
+        Self { script, cmd }
+    }
+
+    fn arg<T: redis::ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        self.cmd.arg(arg);
+        self
+    }
+}
+
+/// A fixed-width, zero-padded decimal field of a stored record.
+fn number(field: &[u8]) -> Result<u64> {
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return Err(malformed_record());
+    }
+    // At most 18 digits: no overflow.
+    Ok(field.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+fn timestamp(micros: u64) -> Result<Timestamp> {
+    let micros = i64::try_from(micros).map_err(|_| malformed_record())?;
     Timestamp::from_micros(micros).map_err(|_| malformed_record())
 }
 
-/// Decodes the seven fields `r c m ca ua x s` that follow a record's key in a reply.
-fn decode_record(
-    scope: &MemoryScope,
-    key: String,
-    fields: &mut impl Iterator<Item = Value>,
-) -> Result<MemoryRecord> {
-    let mut next = || text(fields.next().ok_or_else(unexpected_reply)?);
-    let revision = Revision::new(next()?).map_err(|_| malformed_record())?;
-    let content = next()?;
-    let metadata: Metadata = serde_json::from_str(&next()?).map_err(|_| malformed_record())?;
-    let created_at = micros(&next()?)?;
-    let updated_at = micros(&next()?)?;
-    let expires = next()?;
-    let expires_at = if expires.is_empty() { None } else { Some(micros(&expires)?) };
-    let source = next()?;
+fn revision(number: u64) -> Result<Revision> {
+    Revision::new(number.to_string()).map_err(|_| malformed_record())
+}
+
+/// Writes `value` as a fixed-width, zero-padded decimal field. Validation keeps every value
+/// in range (timestamps have at most 18 digits, lengths at most 6); a value that would widen
+/// the field is refused rather than stored misaligned.
+fn write_number(out: &mut impl Write, width: usize, value: u64) -> Result<()> {
+    // By hand rather than with `write!`: this runs three times per put. Widths are 8 and 18.
+    if width > NUMBER_WIDTH || value >= (0..width).fold(1u64, |limit, _| limit * 10) {
+        return Err(MemoryError::invalid("record", "a number does not fit the stored layout"));
+    }
+    let mut digits = [b'0'; NUMBER_WIDTH];
+    let mut rest = value;
+    for digit in digits.iter_mut().rev() {
+        if rest == 0 {
+            break;
+        }
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    out.write_all(&digits[NUMBER_WIDTH - width..]).map_err(|_| malformed_record())
+}
+
+/// A revision token as the scripts compare it: the zero-padded header field. Tokens this store
+/// never issues (not a canonical decimal of at most 18 digits) become `-`, which matches no
+/// stored revision.
+fn padded_revision(revision: &Revision) -> Vec<u8> {
+    let token = revision.as_str().as_bytes();
+    let canonical = (1..=NUMBER_WIDTH).contains(&token.len())
+        && token[0] != b'0'
+        && token.iter().all(u8::is_ascii_digit);
+    if !canonical {
+        return b"-".to_vec();
+    }
+    let mut out = Vec::with_capacity(NUMBER_WIDTH);
+    out.resize(NUMBER_WIDTH - token.len(), b'0');
+    out.extend_from_slice(token);
+    out
+}
+
+/// Decodes a stored record string (layout in the module docs) with its key.
+fn decode_record(scope: &MemoryScope, key: String, stored: Value) -> Result<MemoryRecord> {
+    let Value::BulkString(mut bytes) = stored else {
+        return Err(unexpected_reply());
+    };
+    if bytes.len() < PAYLOAD_AT {
+        return Err(malformed_record());
+    }
+    let field = |at: usize, width: usize| number(&bytes[at..at + width]);
+    let revision = revision(field(0, NUMBER_WIDTH)?)?;
+    let created_at = timestamp(field(NUMBER_WIDTH, NUMBER_WIDTH)?)?;
+    let updated_at = timestamp(field(2 * NUMBER_WIDTH, NUMBER_WIDTH)?)?;
+    let expires_at = match field(EXPIRY_AT, NUMBER_WIDTH)? {
+        0 => None,
+        micros => Some(timestamp(micros)?),
+    };
+    let lengths = EXPIRY_AT + NUMBER_WIDTH;
+    let content_len = usize::try_from(field(lengths, LENGTH_WIDTH)?);
+    let source_len = usize::try_from(field(lengths + LENGTH_WIDTH, LENGTH_WIDTH)?);
+    let (Ok(content_len), Ok(source_len)) = (content_len, source_len) else {
+        return Err(malformed_record());
+    };
+    let content_end = PAYLOAD_AT + content_len;
+    let source_end = content_end + source_len;
+    if source_end > bytes.len() {
+        return Err(malformed_record());
+    }
+    let source = &bytes[content_end..source_end];
     let source: Source = if source.is_empty() {
         Source::default()
     } else {
-        serde_json::from_str(&source).map_err(|_| malformed_record())?
+        serde_json::from_slice(source).map_err(|_| malformed_record())?
     };
+    let metadata: Metadata =
+        serde_json::from_slice(&bytes[source_end..]).map_err(|_| malformed_record())?;
+    // The content reuses the reply's buffer.
+    bytes.truncate(content_end);
+    bytes.drain(..PAYLOAD_AT);
+    let content = String::from_utf8(bytes).map_err(|_| malformed_record())?;
     Ok(MemoryRecord {
         scope: scope.clone(),
         key,
@@ -663,46 +806,54 @@ impl MemoryStore for RedisMemoryStore {
         validation::put(key, &write, Timestamp::now())?;
         let keys = ScopeKeys::new(scope);
         let parts = write.into_parts();
-        let (mode, expected) = match &parts.condition {
-            WriteCondition::Always => ("a", ""),
-            WriteCondition::CreateOnly => ("c", ""),
-            WriteCondition::Revision(revision) => ("r", revision.as_str()),
-        };
-        let metadata = serde_json::to_string(&parts.metadata).map_err(|_| malformed_record())?;
         let source = if parts.source.is_empty() {
-            String::new()
+            Vec::new()
         } else {
-            serde_json::to_string(&parts.source).map_err(|_| malformed_record())?
+            serde_json::to_vec(&parts.source).map_err(|_| malformed_record())?
         };
-        let expires = parts.expires_at.map(|at| at.as_micros().to_string()).unwrap_or_default();
-        let mut invocation = SCRIPTS.put.prepare_invoke();
-        invocation
-            .key(keys.record(key))
-            .key(keys.index())
-            .key(keys.namespaces())
-            .key(keys.floor())
+        let (mode, expected) = match &parts.condition {
+            WriteCondition::Always => ("a", Vec::new()),
+            WriteCondition::CreateOnly => ("c", Vec::new()),
+            WriteCondition::Revision(revision) => ("r", padded_revision(revision)),
+        };
+        let record_key = keys.record(key);
+        // Four keys of about the record key's length, the payload, and room for the metadata.
+        let bytes = 4 * record_key.len() + PAYLOAD_AT + parts.content.len() + source.len() + 256;
+        let mut call = Call::with_capacity(&SCRIPTS.put, 4, bytes);
+        call.arg(record_key)
+            .arg(keys.index())
+            .arg(keys.namespaces())
+            .arg(keys.floor())
             .arg(key)
             .arg(&keys.namespace)
             .arg(mode)
-            .arg(expected)
-            .arg(&parts.content)
-            .arg(&metadata)
-            .arg(&expires)
-            .arg(&source);
-        let reply = match self.eval(&invocation).await? {
+            .arg(expected);
+        // The last argument is the record from the expiry on, in the stored layout, written
+        // straight into the command: the script puts revision, created_at and updated_at in
+        // front of it.
+        {
+            let mut tail = call.cmd.writer_for_next_arg();
+            let expires = parts.expires_at.map_or(0, |at| at.as_micros().unsigned_abs());
+            write_number(&mut tail, NUMBER_WIDTH, expires)?;
+            write_number(&mut tail, LENGTH_WIDTH, parts.content.len() as u64)?;
+            write_number(&mut tail, LENGTH_WIDTH, source.len() as u64)?;
+            tail.write_all(parts.content.as_bytes()).map_err(|_| malformed_record())?;
+            tail.write_all(&source).map_err(|_| malformed_record())?;
+            serde_json::to_writer(&mut tail, &parts.metadata).map_err(|_| malformed_record())?;
+        }
+        let head = match self.eval(&call).await? {
             Value::Int(-1) => return Err(MemoryError::already_exists()),
             Value::Int(-2) => return Err(MemoryError::stale_revision()),
-            Value::Array(reply) => reply,
+            Value::BulkString(head) if head.len() == EXPIRY_AT => head,
             _ => return Err(unexpected_reply()),
         };
-        let [revision, created, updated] =
-            <[Value; 3]>::try_from(reply).map_err(|_| unexpected_reply())?;
+        let field = |i: usize| number(&head[i * NUMBER_WIDTH..(i + 1) * NUMBER_WIDTH]);
         Ok(MemoryRecord {
             scope: scope.clone(),
             key: key.to_owned(),
-            revision: Revision::new(text(revision)?).map_err(|_| malformed_record())?,
-            created_at: micros(&text(created)?)?,
-            updated_at: micros(&text(updated)?)?,
+            revision: revision(field(0)?)?,
+            created_at: timestamp(field(1)?)?,
+            updated_at: timestamp(field(2)?)?,
             content: parts.content,
             metadata: parts.metadata,
             expires_at: parts.expires_at,
@@ -713,14 +864,11 @@ impl MemoryStore for RedisMemoryStore {
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
         validation::key(key)?;
         let keys = ScopeKeys::new(scope);
-        let mut invocation = SCRIPTS.get.prepare_invoke();
-        invocation.key(keys.record(key));
-        match self.eval(&invocation).await? {
+        let mut call = Call::new(&SCRIPTS.get, 1);
+        call.arg(keys.record(key));
+        match self.eval(&call).await? {
             Value::Nil => Ok(None),
-            Value::Array(fields) => {
-                decode_record(scope, key.to_owned(), &mut fields.into_iter()).map(Some)
-            }
-            _ => Err(unexpected_reply()),
+            stored => decode_record(scope, key.to_owned(), stored).map(Some),
         }
     }
 
@@ -746,16 +894,15 @@ impl MemoryStore for RedisMemoryStore {
     ) -> Result<bool> {
         validation::key(key)?;
         let keys = ScopeKeys::new(scope);
-        let mut invocation = SCRIPTS.delete.prepare_invoke();
-        invocation
-            .key(keys.record(key))
-            .key(keys.index())
-            .key(keys.namespaces())
-            .key(keys.floor())
+        let mut call = Call::new(&SCRIPTS.delete, 4);
+        call.arg(keys.record(key))
+            .arg(keys.index())
+            .arg(keys.namespaces())
+            .arg(keys.floor())
             .arg(key)
             .arg(&keys.namespace)
-            .arg(expected_revision.map_or("", Revision::as_str));
-        match self.eval(&invocation).await? {
+            .arg(expected_revision.map_or_else(Vec::new, padded_revision));
+        match self.eval(&call).await? {
             Value::Int(1) => Ok(true),
             Value::Int(0) => Ok(false),
             Value::Int(-2) => Err(MemoryError::stale_revision()),
@@ -765,27 +912,25 @@ impl MemoryStore for RedisMemoryStore {
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let keys = ScopeKeys::new(scope);
-        let mut invocation = SCRIPTS.delete_all.prepare_invoke();
-        invocation
-            .key(keys.index())
-            .key(keys.namespaces())
-            .key(keys.floor())
+        let mut call = Call::new(&SCRIPTS.delete_all, 3);
+        call.arg(keys.index())
+            .arg(keys.namespaces())
+            .arg(keys.floor())
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
             .arg(self.options.erase_batch);
-        self.erase_loop(&invocation).await
+        self.erase_loop(&call).await
     }
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
         let prefix = user_prefix(application_id, user_id);
-        let mut invocation = SCRIPTS.delete_user.prepare_invoke();
-        invocation
-            .key(namespaces_key(&prefix))
-            .key(floor_key(&prefix))
+        let mut call = Call::new(&SCRIPTS.delete_user, 2);
+        call.arg(namespaces_key(&prefix))
+            .arg(floor_key(&prefix))
             .arg(&prefix)
             .arg(self.options.erase_batch);
-        self.erase_loop(&invocation).await
+        self.erase_loop(&call).await
     }
 
     async fn list_namespaces(
@@ -798,12 +943,11 @@ impl MemoryStore for RedisMemoryStore {
         let base = MemoryScope::new(application_id, user_id)?;
         let prefix = user_prefix(application_id, user_id);
         let after_hex = after.map(|ns| hex(ns.as_bytes()));
-        let mut invocation = SCRIPTS.namespaces.prepare_invoke();
-        invocation
-            .key(namespaces_key(&prefix))
+        let mut call = Call::new(&SCRIPTS.namespaces, 1);
+        call.arg(namespaces_key(&prefix))
             .arg(lower_bound(after_hex.as_deref().map(str::as_bytes)))
             .arg(limit + 1);
-        let Value::Array(members) = self.eval(&invocation).await? else {
+        let Value::Array(members) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
         let more = members.len() > limit;
@@ -835,16 +979,15 @@ impl MemoryStore for RedisMemoryStore {
     ) -> Result<MemoryCleanupPage> {
         let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
         let keys = ScopeKeys::new(scope);
-        let mut invocation = SCRIPTS.purge.prepare_invoke();
-        invocation
-            .key(keys.index())
-            .key(keys.namespaces())
-            .key(keys.floor())
+        let mut call = Call::new(&SCRIPTS.purge, 3);
+        call.arg(keys.index())
+            .arg(keys.namespaces())
+            .arg(keys.floor())
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
             .arg(lower_bound(after.as_deref().map(str::as_bytes)))
             .arg(limit);
-        let Value::Array(reply) = self.eval(&invocation).await? else {
+        let Value::Array(reply) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
         let [deleted, cursor] = <[Value; 2]>::try_from(reply).map_err(|_| unexpected_reply())?;
@@ -852,5 +995,46 @@ impl MemoryStore for RedisMemoryStore {
         let next_cursor = opt_text(cursor)?
             .map(|position| Cursor::for_scope(CursorKind::Purge, scope, &position));
         Ok(MemoryCleanupPage { deleted, next_cursor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_issued_revision_tokens_are_padded_for_comparison() {
+        let padded = |token: &str| padded_revision(&Revision::new(token).unwrap());
+        assert_eq!(padded("1764500000000001"), b"001764500000000001");
+        assert_eq!(padded("7"), b"000000000000000007");
+        // Tokens the store never issues match no stored revision.
+        for token in ["07", "0", "1x", "-1", "1234567890123456789"] {
+            assert_eq!(padded(token), b"-", "{token}");
+        }
+    }
+
+    #[test]
+    fn a_stored_record_decodes_and_a_short_one_is_malformed() {
+        let scope = MemoryScope::new("app", "user").unwrap();
+        let mut stored = Vec::new();
+        for value in [1_764_500_000_000_002_u64, 1_764_500_000_000_000, 1_764_500_000_000_002, 0] {
+            write_number(&mut stored, NUMBER_WIDTH, value).unwrap();
+        }
+        let source = br#"{"agent":"a"}"#;
+        write_number(&mut stored, LENGTH_WIDTH, 5).unwrap();
+        write_number(&mut stored, LENGTH_WIDTH, source.len() as u64).unwrap();
+        stored.extend_from_slice("h\u{e9}ll".as_bytes());
+        stored.extend_from_slice(source);
+        stored.extend_from_slice(br#"{"n":1}"#);
+        let record = decode_record(&scope, "k".into(), Value::BulkString(stored.clone())).unwrap();
+        assert_eq!(record.revision.as_str(), "1764500000000002");
+        assert_eq!(record.created_at.as_micros(), 1_764_500_000_000_000);
+        assert_eq!(record.content, "h\u{e9}ll");
+        assert_eq!(record.source.agent.as_deref(), Some("a"));
+        assert_eq!(record.metadata.get("n"), Some(&serde_json::json!(1)));
+        assert!(record.expires_at.is_none());
+        stored.truncate(PAYLOAD_AT - 1);
+        assert!(decode_record(&scope, "k".into(), Value::BulkString(stored)).is_err());
+        assert!(write_number(&mut Vec::new(), LENGTH_WIDTH, 100_000_000).is_err());
     }
 }

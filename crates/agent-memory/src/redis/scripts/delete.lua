@@ -1,22 +1,27 @@
 -- delete: remove one record and its index entries.
--- KEYS[1] record hash, KEYS[2] namespace index, KEYS[3] user's namespace set,
+-- KEYS[1] record string, KEYS[2] namespace index, KEYS[3] user's namespace set,
 -- KEYS[4] user's revision floor.
--- ARGV[1] key, ARGV[2] namespace (hex), ARGV[3] expected revision ('' for none).
+-- ARGV[1] key, ARGV[2] namespace (hex), ARGV[3] expected revision (18 digits, zero-padded;
+-- '' for none).
 -- Returns 1 (a live record was removed), 0 (none was live) or -2 (stale revision).
-local cur = redis.call('HMGET', KEYS[1], 'r', 'x')
+local h = redis.call('GETRANGE', KEYS[1], '0', '71')
 local live = false
-if cur[1] then
+if h ~= '' then
   live = true
-  if cur[2] ~= '' then
+  local x = string.sub(h, 55, 72)
+  if x ~= '000000000000000000' then
     local t = redis.call('TIME')
-    live = tonumber(cur[2]) > tonumber(t[1]) * 1000000 + tonumber(t[2])
+    live = tonumber(x) > t[1] * 1000000 + t[2]
   end
 end
-if ARGV[3] ~= '' and (not live or cur[1] ~= ARGV[3]) then return -2 end
-if not cur[1] then return 0 end
+if ARGV[3] ~= '' and (not live or string.sub(h, 1, 18) ~= ARGV[3]) then return -2 end
+if h == '' then return 0 end
 redis.call('DEL', KEYS[1])
+local rev = tonumber(string.sub(h, 1, 18))
 local floor = redis.call('GET', KEYS[4])
-if not floor or tonumber(floor) < tonumber(cur[1]) then redis.call('SET', KEYS[4], cur[1]) end
+if not floor or tonumber(floor) < rev then
+  redis.call('SET', KEYS[4], string.format('%.0f', rev))
+end
 redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
 if live then return 1 end

@@ -10,7 +10,8 @@ if n > 0 then
   local raised = false
   for i, key in ipairs(members) do
     keys[i] = ARGV[1] .. key
-    local r = tonumber(redis.call('HGET', keys[i], 'r') or '0')
+    -- The revision is the record's first 18 bytes ('' if the record is missing).
+    local r = tonumber(redis.call('GETRANGE', keys[i], '0', '17')) or 0
     if r > top then top, raised = r, true end
   end
   redis.call('DEL', unpack(keys))

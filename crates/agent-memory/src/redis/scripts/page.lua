@@ -2,14 +2,14 @@
 -- KEYS[1] namespace index.
 -- ARGV[1] record key prefix, ARGV[2] lower bound ('-' or '(' .. key), ARGV[3] limit,
 -- ARGV[4] most index entries to inspect, ARGV[5] query ('' for list: every live record).
--- Returns {cursor or nil, key, revision, content, metadata, created_at, updated_at,
--- expires_at, source, key, ...}: eight fields per record. The cursor is the key to continue
--- after: the last returned key when another match follows, or the last inspected key when the
--- scan budget ran out; nil when nothing is left.
+-- Returns {cursor or nil, key, record, key, record, ...}: each record is the stored string
+-- (layout in the module docs). The cursor is the key to continue after: the last returned key
+-- when another match follows, or the last inspected key when the scan budget ran out; nil when
+-- nothing is left.
 local prefix, min = ARGV[1], ARGV[2]
 local limit, budget, query = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local out = {false}
 local found, inspected = 0, 0
 local last
@@ -21,20 +21,31 @@ while inspected < budget do
     last = key
     local v
     if found < limit or query ~= '' then
-      v = redis.call('HMGET', prefix .. key, 'r', 'c', 'm', 'ca', 'ua', 'x', 's')
+      v = redis.call('GET', prefix .. key)
     else
-      -- Only "is there one more?" is left to answer: skip the content.
-      v = redis.call('HMGET', prefix .. key, 'r', 'x', 'x', 'x', 'x', 'x')
+      -- Only "is there one more?" is left to answer: the header is enough.
+      v = redis.call('GETRANGE', prefix .. key, '0', '71')
+      if v == '' then v = false end
     end
-    if v[1] and (v[6] == '' or tonumber(v[6]) > now)
-        and (query == '' or string.find(v[2], query, 1, true)) then
+    local match = false
+    if v then
+      local x = string.sub(v, 55, 72)
+      match = x == '000000000000000000' or tonumber(x) > now
+      if match and query ~= '' then
+        -- The content runs from byte 89 for the length in bytes 73..80; the first occurrence
+        -- from byte 89 on ends inside the content exactly when some occurrence lies in it.
+        local _, e = string.find(v, query, 89, true)
+        match = e ~= nil and e <= 88 + tonumber(string.sub(v, 73, 80))
+      end
+    end
+    if match then
       if found == limit then
-        out[1] = out[#out - 7]
+        out[1] = out[#out - 1]
         return out
       end
       found = found + 1
       out[#out + 1] = key
-      for i = 1, 7 do out[#out + 1] = v[i] end
+      out[#out + 1] = v
     end
   end
   if #members < want then return out end

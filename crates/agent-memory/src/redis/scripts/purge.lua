@@ -8,19 +8,22 @@
 local limit = tonumber(ARGV[4])
 local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[3], '+', 'LIMIT', 0, limit + 1)
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local removed = 0
 local top = nil
 local n = math.min(#members, limit)
 for i = 1, n do
   local key = members[i]
-  local v = redis.call('HMGET', ARGV[1] .. key, 'r', 'x')
-  if v[1] and v[2] ~= '' and tonumber(v[2]) <= now then
-    redis.call('DEL', ARGV[1] .. key)
-    redis.call('ZREM', KEYS[1], key)
-    removed = removed + 1
-    local r = tonumber(v[1])
-    if not top or r > top then top = r end
+  local h = redis.call('GETRANGE', ARGV[1] .. key, '0', '71')
+  if h ~= '' then
+    local x = string.sub(h, 55, 72)
+    if x ~= '000000000000000000' and tonumber(x) <= now then
+      redis.call('DEL', ARGV[1] .. key)
+      redis.call('ZREM', KEYS[1], key)
+      removed = removed + 1
+      local r = tonumber(string.sub(h, 1, 18))
+      if not top or r > top then top = r end
+    end
   end
 end
 if top then

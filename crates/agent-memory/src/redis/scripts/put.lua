@@ -1,40 +1,52 @@
 -- put: insert or replace one record, with its compare-and-set check, in one atomic step.
--- KEYS[1] record hash, KEYS[2] namespace index, KEYS[3] user's namespace set,
+-- KEYS[1] record string, KEYS[2] namespace index, KEYS[3] user's namespace set,
 -- KEYS[4] user's revision floor.
 -- ARGV[1] key, ARGV[2] namespace (hex), ARGV[3] mode ('a' always, 'c' create only,
--- 'r' expected revision), ARGV[4] expected revision, ARGV[5] content, ARGV[6] metadata JSON,
--- ARGV[7] expires_at in microseconds ('' for none), ARGV[8] source JSON ('' for none).
--- Returns -1 (a live record exists), -2 (stale revision) or {revision, created_at, updated_at}.
+-- 'r' expected revision), ARGV[4] expected revision (18 digits, zero-padded), ARGV[5] the
+-- record from its 55th byte on: expiry (18 digits, all zeros for none), content length (8 digits),
+-- source length (8 digits), content, source JSON (empty for none), metadata JSON.
+-- Returns -1 (a live record exists), -2 (stale revision) or the new header's first 54 bytes:
+-- revision, created_at, updated_at (18 digits each).
+-- The record layout is described in the module docs (mod.rs, "Data model").
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local cur = redis.call('HMGET', KEYS[1], 'r', 'ca', 'x')
-local live = cur[1] and (cur[3] == '' or tonumber(cur[3]) > now)
+local now = t[1] * 1000000 + t[2]
+-- The fixed-width header: revision, created_at, updated_at, expires_at; '' when absent.
+-- (Numbers are formatted with %d and passed to Redis as strings: float formatting is slow.)
+local h = redis.call('GETRANGE', KEYS[1], '0', '71')
+local exists = h ~= ''
+local live = false
+if exists then
+  local x = string.sub(h, 55, 72)
+  live = x == '000000000000000000' or tonumber(x) > now
+end
 local mode = ARGV[3]
 if mode == 'c' then
   if live then return -1 end
 elseif mode == 'r' then
-  if not live or cur[1] ~= ARGV[4] then return -2 end
+  if not live or string.sub(h, 1, 18) ~= ARGV[4] then return -2 end
 end
--- Revision: one more than the key's previous revision while its hash exists, else one more
--- than the user's floor (raised by every script that removes a hash); never below the server
+-- Revision: one more than the key's previous revision while its record exists, else one more
+-- than the user's floor (raised by every script that removes a record); never below the server
 -- time in microseconds. See the module docs for why it never repeats.
 local rev
-if cur[1] then
-  rev = tonumber(cur[1]) + 1
+if exists then
+  rev = tonumber(string.sub(h, 1, 18)) + 1
 else
-  rev = 0
-  local floor = redis.call('GET', KEYS[4])
-  if floor then rev = tonumber(floor) + 1 end
+  rev = tonumber(redis.call('GET', KEYS[4]) or '0') + 1
 end
 if rev < now then rev = now end
-local revs = string.format('%.0f', rev)
-local nows = string.format('%.0f', now)
-local created = nows
-if live then created = cur[2] end
-redis.call('HSET', KEYS[1], 'r', revs, 'c', ARGV[5], 'm', ARGV[6], 'ca', created, 'ua', nows,
-  'x', ARGV[7], 's', ARGV[8])
-if not cur[1] then
-  redis.call('ZADD', KEYS[2], 0, ARGV[1])
-  redis.call('ZADD', KEYS[3], 0, ARGV[2])
+-- Doubles hold every integer below 2^53 (server time in the year 2255): stop before '+ 1' is lost.
+if rev >= 9007199254740992 then return redis.error_reply('ERR agent-memory revision out of range') end
+local head
+if live then
+  head = string.format('%018d%s%018d', rev, string.sub(h, 19, 36), now)
+else
+  head = string.format('%018d%018d%018d', rev, now, now)
 end
-return {revs, created, nows}
+redis.call('SET', KEYS[1], head .. ARGV[5])
+-- The index entries exist exactly while the record does: only a new record adds them.
+if not exists then
+  redis.call('ZADD', KEYS[2], '0', ARGV[1])
+  redis.call('ZADD', KEYS[3], '0', ARGV[2])
+end
+return head
