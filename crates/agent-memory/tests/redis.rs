@@ -21,7 +21,9 @@ mod conformance {
 
     async fn store() -> Fixture {
         let url = agent_memory_testkit::redis::shared_url();
-        Fixture::new(Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL")))
+        let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
+        // A second instance with its own connection: another replica of the service.
+        Fixture::new(open()).with_replica(open())
     }
 
     agent_memory::conformance_tests!(store);

@@ -16,7 +16,9 @@ mod conformance {
 
     async fn store() -> Fixture {
         let url = agent_memory_testkit::redis::shared_cluster_url();
-        Fixture::new(Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL")))
+        let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
+        // A second instance with its own connection: another replica of the service.
+        Fixture::new(open()).with_replica(open())
     }
 
     agent_memory::conformance_tests!(store);
