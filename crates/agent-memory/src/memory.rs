@@ -160,6 +160,22 @@ fn keys_after<'a>(
     keys.range::<str, _>((start, Unbounded))
 }
 
+/// The first `limit` of `records` as a page, with a cursor when more follow.
+fn page_of<'a>(
+    kind: CursorKind,
+    scope: &MemoryScope,
+    limit: usize,
+    mut records: impl Iterator<Item = (&'a String, &'a Stored)>,
+) -> MemoryPage {
+    let items: Vec<MemoryRecord> =
+        records.by_ref().take(limit).map(|(key, stored)| stored.to_record(scope, key)).collect();
+    let next_cursor = match (records.next(), items.last()) {
+        (Some(_), Some(last)) => Some(Cursor::for_scope(kind, scope, &last.key)),
+        _ => None,
+    };
+    MemoryPage { items, next_cursor }
+}
+
 #[async_trait::async_trait]
 impl MemoryStore for InMemoryStore {
     async fn start(&self) -> Result<()> {
@@ -231,23 +247,11 @@ impl MemoryStore for InMemoryStore {
         let (limit, after) = validation::key_page(CursorKind::List, scope, &page)?;
         let now = self.clock.now();
         let apps = self.read()?;
-        let mut items = Vec::with_capacity(limit);
-        let mut more = false;
-        if let Some(keys) = namespace(&apps, scope) {
-            for (key, stored) in keys_after(keys, after.as_deref()).filter(|(_, s)| s.is_live(now))
-            {
-                if items.len() == limit {
-                    more = true;
-                    break;
-                }
-                items.push(stored.to_record(scope, key));
-            }
-        }
-        let next_cursor = more.then(|| {
-            let last: &MemoryRecord = items.last().expect("a full page is not empty");
-            Cursor::for_scope(CursorKind::List, scope, &last.key)
-        });
-        Ok(MemoryPage { items, next_cursor })
+        let live = namespace(&apps, scope)
+            .into_iter()
+            .flat_map(|keys| keys_after(keys, after.as_deref()))
+            .filter(|(_, s)| s.is_live(now));
+        Ok(page_of(CursorKind::List, scope, limit, live))
     }
 
     async fn search(
@@ -260,24 +264,11 @@ impl MemoryStore for InMemoryStore {
         let (limit, after) = validation::key_page(CursorKind::Search, scope, &page)?;
         let now = self.clock.now();
         let apps = self.read()?;
-        let mut items = Vec::with_capacity(limit);
-        let mut more = false;
-        if let Some(keys) = namespace(&apps, scope) {
-            let matches = keys_after(keys, after.as_deref())
-                .filter(|(_, s)| s.is_live(now) && s.content.contains(query));
-            for (key, stored) in matches {
-                if items.len() == limit {
-                    more = true;
-                    break;
-                }
-                items.push(stored.to_record(scope, key));
-            }
-        }
-        let next_cursor = more.then(|| {
-            let last: &MemoryRecord = items.last().expect("a full page is not empty");
-            Cursor::for_scope(CursorKind::Search, scope, &last.key)
-        });
-        Ok(MemoryPage { items, next_cursor })
+        let matches = namespace(&apps, scope)
+            .into_iter()
+            .flat_map(|keys| keys_after(keys, after.as_deref()))
+            .filter(|(_, s)| s.is_live(now) && s.content.contains(query));
+        Ok(page_of(CursorKind::Search, scope, limit, matches))
     }
 
     async fn delete(
