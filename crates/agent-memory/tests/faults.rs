@@ -363,6 +363,28 @@ mod load {
         }
     }
 
+    /// Lets the load run until `nominal` after `started`, and at least [`QUIET_END`] after
+    /// the last fault (which has happened when this is called), then stops the tasks and
+    /// checks what they acknowledged. Returns how long the load ran and the summary.
+    pub async fn finish(
+        store: &dyn MemoryStore,
+        scope: &MemoryScope,
+        stop: &AtomicBool,
+        tasks: Vec<tokio::task::JoinHandle<TaskLog>>,
+        started: Instant,
+        nominal: Duration,
+    ) -> (Duration, Summary) {
+        let end = (started + nominal).max(Instant::now() + QUIET_END);
+        tokio::time::sleep_until(end.into()).await;
+        stop.store(true, Ordering::Relaxed);
+        let load_time = started.elapsed();
+        let mut logs = Vec::new();
+        for task in tasks {
+            logs.push(task.await.expect("a writing task"));
+        }
+        (load_time, verify(store, scope, &logs).await)
+    }
+
     /// Checks the logs of a finished load against what the store holds now, reading only
     /// through `store` (which must therefore have recovered from the faults).
     pub async fn verify(store: &dyn MemoryStore, scope: &MemoryScope, logs: &[TaskLog]) -> Summary {
@@ -567,7 +589,7 @@ mod load {
 
 #[cfg(feature = "postgres")]
 mod pg_faults {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -707,16 +729,8 @@ mod pg_faults {
         let stop = Arc::new(AtomicBool::new(false));
         let tasks = load::spawn(&store, &scope, &stop);
         let (server, report) = tokio::spawn(chaos(server, started)).await.expect("the chaos task");
-        // Writing goes on for the nominal time, and at least a while after the last fault.
-        let end = (started + LOAD).max(Instant::now() + load::QUIET_END);
-        tokio::time::sleep_until(end.into()).await;
-        stop.store(true, Ordering::Relaxed);
-        let load_time = started.elapsed();
-        let mut logs = Vec::new();
-        for task in tasks {
-            logs.push(task.await.expect("a writing task"));
-        }
-        let summary = load::verify(store.as_ref(), &scope, &logs).await;
+        let (load_time, summary) =
+            load::finish(store.as_ref(), &scope, &stop, tasks, started, LOAD).await;
         eprintln!(
             "postgres faults: {} tasks for {:.1}s; chaos: {} (backends killed {:?}, restarts {}, \
              crash restarts {}, skipped {})\npostgres faults: {}",
@@ -744,7 +758,7 @@ mod pg_faults {
 
 #[cfg(feature = "redis")]
 mod redis_faults {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -854,16 +868,8 @@ mod redis_faults {
         let stop = Arc::new(AtomicBool::new(false));
         let tasks = load::spawn(&store, &scope, &stop);
         let (server, report) = tokio::spawn(chaos(server, started)).await.expect("the chaos task");
-        // Writing goes on for the nominal time, and at least a while after the last fault.
-        let end = (started + LOAD).max(Instant::now() + load::QUIET_END);
-        tokio::time::sleep_until(end.into()).await;
-        stop.store(true, Ordering::Relaxed);
-        let load_time = started.elapsed();
-        let mut logs = Vec::new();
-        for task in tasks {
-            logs.push(task.await.expect("a writing task"));
-        }
-        let summary = load::verify(store.as_ref(), &scope, &logs).await;
+        let (load_time, summary) =
+            load::finish(store.as_ref(), &scope, &stop, tasks, started, LOAD).await;
         eprintln!(
             "redis faults: {} tasks for {:.1}s; chaos: {} (clients killed {:?}, restarts {}, \
              skipped {})\nredis faults: {}",
