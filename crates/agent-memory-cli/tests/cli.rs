@@ -5,108 +5,22 @@
 //! `HOME`/`XDG_DATA_HOME` point into the temp directory, so no test can touch the developer's
 //! own memories.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
-use tempfile::TempDir;
 
-const OK: i32 = 0;
-const NOT_FOUND: i32 = 1;
-const INVALID: i32 = 2;
-const CONFLICT: i32 = 3;
-const FAILURE: i32 = 4;
+mod support;
 
-struct Fixture {
-    dir: TempDir,
-    store: String,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = format!("sqlite:{}", dir.path().join("m.db").display());
-        Self { dir, store }
-    }
-
-    /// A second store in the same temp directory.
-    fn other_store(&self, name: &str) -> String {
-        format!("sqlite:{}", self.dir.path().join(name).display())
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// The binary with a clean environment and no global options.
-    fn bare(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
-        for var in [
-            "AGENT_MEMORY_STORE",
-            "AGENT_MEMORY_APP",
-            "AGENT_MEMORY_USER",
-            "AGENT_MEMORY_NAMESPACE",
-            "AGENT_MEMORY_LOG",
-            "RUST_LOG",
-        ] {
-            cmd.env_remove(var);
-        }
-        let home = self.dir.path().join("home");
-        cmd.env("HOME", &home).env("XDG_DATA_HOME", home.join("data"));
-        cmd.timeout(std::time::Duration::from_secs(60));
-        cmd
-    }
-
-    /// The binary on this fixture's store, as application `app`, user `u1`.
-    fn cmd(&self) -> Command {
-        self.on(&self.store.clone(), "u1")
-    }
-
-    fn on(&self, store: &str, user: &str) -> Command {
-        let mut cmd = self.bare();
-        cmd.args(["--store", store, "--app", "app", "--user", user]);
-        cmd
-    }
-
-    fn put(&self, key: &str, content: &str) {
-        self.cmd().args(["put", key, content]).assert().code(OK);
-    }
-}
-
-/// Parses stdout as JSON Lines.
-fn json_lines(output: &[u8]) -> Vec<Value> {
-    std::str::from_utf8(output)
-        .expect("stdout is UTF-8")
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each stdout line is JSON"))
-        .collect()
-}
-
-fn stdout_json(cmd: &mut Command) -> Vec<Value> {
-    let output = cmd.output().expect("runs");
-    assert_eq!(
-        output.status.code(),
-        Some(OK),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json_lines(&output.stdout)
-}
-
-fn keys(records: &[Value]) -> Vec<&str> {
-    records.iter().map(|r| r["key"].as_str().expect("key")).collect()
-}
+use support::{
+    assert_one_line_error, json_lines, keys, stdout_json, Fixture, CONFLICT, FAILURE, INVALID,
+    NOT_FOUND, OK,
+};
 
 /// An error is one line on stderr, starting with `error: `, and nothing on stdout.
 fn one_line_error(cmd: &mut Command, code: i32, contains: &str) {
-    let output = cmd.output().expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
-    assert!(output.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&output.stdout));
-    assert_eq!(stderr.lines().count(), 1, "one line expected: {stderr:?}");
-    assert!(stderr.starts_with("error: "), "{stderr:?}");
-    assert!(stderr.contains(contains), "{stderr:?} should contain {contains:?}");
+    assert_one_line_error(cmd, code, contains, "");
 }
 
 #[test]

@@ -13,60 +13,20 @@ use std::os::unix::ffi::OsStringExt;
 use agent_memory::{Cursor, CursorKind, MemoryScope};
 use assert_cmd::Command;
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-const OK: i32 = 0;
-const INVALID: i32 = 2;
+mod support;
 
-struct Fixture {
-    dir: TempDir,
-    store: String,
+use support::{assert_one_line_error, stdout_json, Fixture, INVALID, OK};
+
+/// Every record of `app`/`u1` as `export` prints it, and the namespaces as listed.
+fn contents(fx: &Fixture) -> (Vec<Value>, Vec<Value>) {
+    let export = stdout_json(fx.cmd().arg("export"));
+    let namespaces = stdout_json(fx.cmd().args(["namespaces", "--json"]));
+    (export, namespaces)
 }
 
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = format!("sqlite:{}", dir.path().join("m.db").display());
-        Self { dir, store }
-    }
-
-    /// The binary with a clean environment, on this fixture's store, with no scope.
-    fn bare(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
-        for var in [
-            "AGENT_MEMORY_STORE",
-            "AGENT_MEMORY_APP",
-            "AGENT_MEMORY_USER",
-            "AGENT_MEMORY_NAMESPACE",
-            "AGENT_MEMORY_LOG",
-            "RUST_LOG",
-        ] {
-            cmd.env_remove(var);
-        }
-        let home = self.dir.path().join("home");
-        cmd.env("HOME", &home).env("XDG_DATA_HOME", home.join("data"));
-        cmd.timeout(std::time::Duration::from_secs(60));
-        cmd.args(["--store", &self.store]);
-        cmd
-    }
-
-    /// The binary as application `app`, user `u1`.
-    fn cmd(&self) -> Command {
-        let mut cmd = self.bare();
-        cmd.args(["--app", "app", "--user", "u1"]);
-        cmd
-    }
-
-    /// Every record of `app`/`u1` as `export` prints it, and the namespaces as listed.
-    fn contents(&self) -> (Vec<Value>, Vec<Value>) {
-        let export = stdout_json(self.cmd().arg("export"));
-        let namespaces = stdout_json(self.cmd().args(["namespaces", "--json"]));
-        (export, namespaces)
-    }
-
-    fn assert_empty(&self, what: &str) {
-        assert_eq!(self.contents(), (vec![], vec![]), "{what}: a refused input wrote something");
-    }
+fn assert_empty(fx: &Fixture, what: &str) {
+    assert_eq!(contents(fx), (vec![], vec![]), "{what}: a refused input wrote something");
 }
 
 /// The bytes as one OS argument (Unix allows any bytes but NUL).
@@ -74,39 +34,10 @@ fn os(bytes: &[u8]) -> OsString {
     OsString::from_vec(bytes.to_vec())
 }
 
-fn json_lines(output: &[u8]) -> Vec<Value> {
-    std::str::from_utf8(output)
-        .expect("stdout is UTF-8")
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each stdout line is JSON"))
-        .collect()
-}
-
-fn stdout_json(cmd: &mut Command) -> Vec<Value> {
-    let output = cmd.output().expect("runs");
-    assert_eq!(
-        output.status.code(),
-        Some(OK),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json_lines(&output.stdout)
-}
-
 /// Exit 2, nothing on stdout, one line on stderr starting with `error: ` and containing
 /// `contains`.
 fn refused(cmd: &mut Command, contains: &str, what: &str) {
-    let output = cmd.output().expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(INVALID), "{what}: stderr {stderr:?}");
-    assert!(
-        output.stdout.is_empty(),
-        "{what}: stdout {:?}",
-        String::from_utf8_lossy(&output.stdout)
-    );
-    assert_eq!(stderr.lines().count(), 1, "{what}: one line expected, got {stderr:?}");
-    assert!(stderr.starts_with("error: "), "{what}: {stderr:?}");
-    assert!(stderr.contains(contains), "{what}: {stderr:?} should contain {contains:?}");
+    assert_one_line_error(cmd, INVALID, contains, what);
 }
 
 /// Byte sequences that are not UTF-8: a stray continuation byte, an overlong NUL, a UTF-16
@@ -144,12 +75,12 @@ fn arguments_that_are_not_utf8_are_refused_and_write_nothing() {
             &format!("search query {what}"),
         );
         refused(
-            fx.bare().args(["--user", "u1", "--app"]).arg(os(bad)).args(["put", "k", "v"]),
+            fx.with_store().args(["--user", "u1", "--app"]).arg(os(bad)).args(["put", "k", "v"]),
             "(--app) is not valid UTF-8",
             &format!("--app {what}"),
         );
         refused(
-            fx.bare()
+            fx.with_store()
                 .arg("--app")
                 .arg("app")
                 .arg(os(&[b"--user=", *bad].concat()))
@@ -180,7 +111,7 @@ fn arguments_that_are_not_utf8_are_refused_and_write_nothing() {
         );
         for var in ["AGENT_MEMORY_APP", "AGENT_MEMORY_USER", "AGENT_MEMORY_NAMESPACE"] {
             refused(
-                fx.bare()
+                fx.with_store()
                     .args(["--app", "app", "--user", "u1"])
                     .env(var, os(bad))
                     .args(["put", "k", "v"]),
@@ -189,7 +120,7 @@ fn arguments_that_are_not_utf8_are_refused_and_write_nothing() {
             );
         }
     }
-    fx.assert_empty("arguments that are not UTF-8");
+    assert_empty(&fx, "arguments that are not UTF-8");
 }
 
 #[test]
@@ -223,7 +154,7 @@ fn stdin_and_import_files_that_are_not_utf8_are_refused_and_write_nothing() {
             &format!("an import file with {what}"),
         );
     }
-    fx.assert_empty("stdin and import files that are not UTF-8");
+    assert_empty(&fx, "stdin and import files that are not UTF-8");
 }
 
 #[test]
@@ -242,7 +173,15 @@ fn nul_and_control_characters_are_refused_where_the_rules_say() {
             &format!("a key holding {what}"),
         );
         refused(
-            fx.bare().args(["--app", "app", "--user", &format!("u{control}"), "put", "k", "v"]),
+            fx.with_store().args([
+                "--app",
+                "app",
+                "--user",
+                &format!("u{control}"),
+                "put",
+                "k",
+                "v",
+            ]),
             "invalid user_id",
             &format!("a user id holding {what}"),
         );
@@ -264,12 +203,12 @@ fn nul_and_control_characters_are_refused_where_the_rules_say() {
     for line in nul_lines {
         refused(fx.cmd().arg("import").write_stdin(line), "line 1", &format!("import of {line}"));
         refused(
-            fx.bare().args(["import", "--any-user"]).write_stdin(line),
+            fx.with_store().args(["import", "--any-user"]).write_stdin(line),
             "line 1",
             &format!("import --any-user of {line}"),
         );
     }
-    fx.assert_empty("NUL and control characters");
+    assert_empty(&fx, "NUL and control characters");
 
     // Content and metadata may hold every control character but NUL, and keep them.
     let controls: String = (1u8..=0x1f).map(char::from).chain(['\u{7f}', '\u{85}']).collect();
@@ -313,7 +252,7 @@ fn injection_strings_are_stored_and_read_back_byte_for_byte() {
     for (i, s) in INJECTIONS.iter().enumerate() {
         let metadata = json!({ (*s): s, "i": i }).to_string();
         // `=` and `--` keep values that start with a dash from being read as options.
-        let mut put = fx.bare();
+        let mut put = fx.with_store();
         put.args([
             "--app=app",
             &format!("--user={s}"),
@@ -326,7 +265,7 @@ fn injection_strings_are_stored_and_read_back_byte_for_byte() {
             &format!("content {s}"),
         ]);
         let written = stdout_json(&mut put);
-        let mut get = fx.bare();
+        let mut get = fx.with_store();
         get.args(["--app=app", &format!("--user={s}"), &format!("--namespace={s}"), "--json"])
             .args(["get", "--", s]);
         let read = stdout_json(&mut get);
@@ -340,7 +279,7 @@ fn injection_strings_are_stored_and_read_back_byte_for_byte() {
             json!({"application_id": "app", "user_id": s, "namespace": s}),
             "{s:?}: the scope"
         );
-        let mut search = fx.bare();
+        let mut search = fx.with_store();
         search
             .args(["--app=app", &format!("--user={s}"), &format!("--namespace={s}"), "--json"])
             .args(["search", "--", s]);
@@ -369,7 +308,7 @@ fn oversize_content_on_stdin_is_refused_and_the_limit_is_exact() {
         "invalid content",
         "four megabytes on stdin",
     );
-    fx.assert_empty("oversize content");
+    assert_empty(&fx, "oversize content");
     let largest = "é".repeat(32_768);
     fx.cmd().args(["put", "big"]).write_stdin(format!("{largest}\n")).assert().code(OK);
     let read = stdout_json(fx.cmd().args(["get", "big", "--json"]));
@@ -393,7 +332,7 @@ fn deeply_nested_or_huge_metadata_is_refused() {
     );
     let huge = json!({ "pad": "x".repeat(16_384) }).to_string();
     refused(fx.cmd().args(["put", "k", "v", "--metadata", &huge]), "16384", "16 KiB of metadata");
-    fx.assert_empty("nested metadata");
+    assert_empty(&fx, "nested metadata");
     fx.cmd().args(["put", "k", "v", "--metadata", &nested(31)]).assert().code(OK);
 }
 
@@ -402,7 +341,7 @@ fn forged_and_foreign_cursors_are_refused() {
     let fx = Fixture::new();
     for i in 0..3 {
         fx.cmd().args(["put", &format!("k{i}"), "needle"]).assert().code(OK);
-        let mut other = fx.bare();
+        let mut other = fx.with_store();
         other.args(["--app", "app", "--user", "u2", "put", &format!("k{i}"), "needle"]);
         other.assert().code(OK);
     }
