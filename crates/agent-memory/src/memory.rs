@@ -1,6 +1,6 @@
 //! [`InMemoryStore`], the process-local provider for tests and single-process programs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -43,11 +43,49 @@ pub struct InMemoryStore {
     clock: Arc<dyn Clock>,
     started: AtomicBool,
     next_revision: AtomicU64,
-    data: RwLock<Apps>,
+    data: RwLock<Users>,
 }
 
-/// application id → user id → namespace ("" for the default) → key → record.
-type Apps = HashMap<String, HashMap<String, BTreeMap<String, BTreeMap<String, Stored>>>>;
+/// (application id, user id) → namespace ("" for the default) → key → record.
+///
+/// One hash lookup finds a user, by borrowed ids; namespaces and keys are ordered maps because
+/// listing pages them in byte order.
+type Users = hashbrown::HashMap<UserKey, Namespaces>;
+type Namespaces = BTreeMap<String, Keys>;
+type Keys = BTreeMap<String, Stored>;
+
+/// The owned key of one application's user in [`Users`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct UserKey {
+    application_id: Box<str>,
+    user_id: Box<str>,
+}
+
+/// A borrowed [`UserKey`] for lookups. The derived `Hash` feeds the same values in the same
+/// order as `UserKey`'s, which `Equivalent` requires.
+#[derive(Hash)]
+struct UserIds<'a> {
+    application_id: &'a str,
+    user_id: &'a str,
+}
+
+impl<'a> UserIds<'a> {
+    fn of(scope: &'a MemoryScope) -> Self {
+        Self { application_id: scope.application_id(), user_id: scope.user_id() }
+    }
+}
+
+impl hashbrown::Equivalent<UserKey> for UserIds<'_> {
+    fn equivalent(&self, key: &UserKey) -> bool {
+        *key.application_id == *self.application_id && *key.user_id == *self.user_id
+    }
+}
+
+impl From<&UserIds<'_>> for UserKey {
+    fn from(ids: &UserIds<'_>) -> Self {
+        Self { application_id: ids.application_id.into(), user_id: ids.user_id.into() }
+    }
+}
 
 #[derive(Debug, Clone)]
 struct Stored {
@@ -98,7 +136,7 @@ impl InMemoryStore {
             clock,
             started: AtomicBool::new(false),
             next_revision: AtomicU64::new(1),
-            data: RwLock::new(HashMap::new()),
+            data: RwLock::new(Users::default()),
         }
     }
 
@@ -110,46 +148,46 @@ impl InMemoryStore {
         }
     }
 
-    fn read(&self) -> Result<RwLockReadGuard<'_, Apps>> {
+    fn read(&self) -> Result<RwLockReadGuard<'_, Users>> {
         self.check_started()?;
         // No code path panics while holding the lock, so a poisoned lock still holds
         // consistent data.
         Ok(self.data.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn write(&self) -> Result<RwLockWriteGuard<'_, Apps>> {
+    fn write(&self) -> Result<RwLockWriteGuard<'_, Users>> {
         self.check_started()?;
         Ok(self.data.write().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn new_revision(&self) -> Revision {
         let n = self.next_revision.fetch_add(1, Ordering::Relaxed);
-        Revision::new(format!("{n:x}")).expect("hex digits are a valid revision")
+        Revision::hex(n)
     }
 }
 
-fn namespace<'a>(apps: &'a Apps, scope: &MemoryScope) -> Option<&'a BTreeMap<String, Stored>> {
-    apps.get(scope.application_id())?.get(scope.user_id())?.get(scope.namespace_or_empty())
+fn namespace<'a>(users: &'a Users, scope: &MemoryScope) -> Option<&'a Keys> {
+    users.get(&UserIds::of(scope))?.get(scope.namespace_or_empty())
 }
 
-/// Removes the user and application entries left empty, so nothing names an erased user.
-fn prune(apps: &mut Apps, scope: &MemoryScope) {
-    if let Some(users) = apps.get_mut(scope.application_id()) {
-        if let Some(namespaces) = users.get_mut(scope.user_id()) {
-            namespaces.retain(|_, keys| !keys.is_empty());
-            if namespaces.is_empty() {
-                users.remove(scope.user_id());
-            }
-        }
-        if users.is_empty() {
-            apps.remove(scope.application_id());
+fn namespace_mut<'a>(users: &'a mut Users, scope: &MemoryScope) -> Option<&'a mut Keys> {
+    users.get_mut(&UserIds::of(scope))?.get_mut(scope.namespace_or_empty())
+}
+
+/// Removes the namespaces left empty, and the user's entry once none is left, so nothing
+/// names an erased user.
+fn prune(users: &mut Users, ids: &UserIds<'_>) {
+    if let Some(namespaces) = users.get_mut(ids) {
+        namespaces.retain(|_, keys| !keys.is_empty());
+        if namespaces.is_empty() {
+            users.remove(ids);
         }
     }
 }
 
 /// Keys of one namespace strictly after `after`, in byte order.
 fn keys_after<'a>(
-    keys: &'a BTreeMap<String, Stored>,
+    keys: &'a Keys,
     after: Option<&str>,
 ) -> impl Iterator<Item = (&'a String, &'a Stored)> {
     use std::ops::Bound::{Excluded, Unbounded};
@@ -195,14 +233,15 @@ impl MemoryStore for InMemoryStore {
     ) -> Result<MemoryRecord> {
         let now = self.clock.now();
         validation::put(key, &write, now)?;
-        let mut apps = self.write()?;
-        let keys = apps
-            .entry(scope.application_id().to_owned())
-            .or_default()
-            .entry(scope.user_id().to_owned())
-            .or_default()
-            .entry(scope.namespace_or_empty().to_owned())
-            .or_default();
+        let ids = UserIds::of(scope);
+        let ns = scope.namespace_or_empty();
+        let mut users = self.write()?;
+        let namespaces = users.entry_ref(&ids).or_default();
+        // Look up before inserting, so writing to an existing namespace allocates no name.
+        if !namespaces.contains_key(ns) {
+            namespaces.insert(ns.to_owned(), Keys::new());
+        }
+        let keys = namespaces.get_mut(ns).expect("the namespace was just ensured");
         let live = keys.get(key).filter(|stored| stored.is_live(now));
         let allowed = match write.condition() {
             WriteCondition::Always => Ok(()),
@@ -214,7 +253,7 @@ impl MemoryStore for InMemoryStore {
             WriteCondition::Revision(_) => Err(MemoryError::stale_revision()),
         };
         if let Err(conflict) = allowed {
-            prune(&mut apps, scope);
+            prune(&mut users, &ids);
             return Err(conflict);
         }
         let created_at = live.map_or(now, |stored| stored.created_at);
@@ -229,25 +268,31 @@ impl MemoryStore for InMemoryStore {
             source: parts.source,
         };
         let record = stored.to_record(scope, key);
-        keys.insert(key.to_owned(), stored);
+        match keys.get_mut(key) {
+            Some(slot) => *slot = stored,
+            None => {
+                keys.insert(key.to_owned(), stored);
+            }
+        }
         Ok(record)
     }
 
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
         validation::key(key)?;
-        let now = self.clock.now();
-        let apps = self.read()?;
-        Ok(namespace(&apps, scope)
-            .and_then(|keys| keys.get(key))
-            .filter(|stored| stored.is_live(now))
-            .map(|stored| stored.to_record(scope, key)))
+        let users = self.read()?;
+        let Some(stored) = namespace(&users, scope).and_then(|keys| keys.get(key)) else {
+            return Ok(None);
+        };
+        // Most records never expire; only those that do need the clock.
+        let live = stored.expires_at.is_none_or(|_| stored.is_live(self.clock.now()));
+        Ok(live.then(|| stored.to_record(scope, key)))
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         let (limit, after) = validation::key_page(CursorKind::List, scope, &page)?;
         let now = self.clock.now();
-        let apps = self.read()?;
-        let live = namespace(&apps, scope)
+        let users = self.read()?;
+        let live = namespace(&users, scope)
             .into_iter()
             .flat_map(|keys| keys_after(keys, after.as_deref()))
             .filter(|(_, s)| s.is_live(now));
@@ -263,8 +308,8 @@ impl MemoryStore for InMemoryStore {
         validation::query(query)?;
         let (limit, after) = validation::key_page(CursorKind::Search, scope, &page)?;
         let now = self.clock.now();
-        let apps = self.read()?;
-        let matches = namespace(&apps, scope)
+        let users = self.read()?;
+        let matches = namespace(&users, scope)
             .into_iter()
             .flat_map(|keys| keys_after(keys, after.as_deref()))
             .filter(|(_, s)| s.is_live(now) && s.content.contains(query));
@@ -279,12 +324,8 @@ impl MemoryStore for InMemoryStore {
     ) -> Result<bool> {
         validation::key(key)?;
         let now = self.clock.now();
-        let mut apps = self.write()?;
-        let Some(keys) = apps
-            .get_mut(scope.application_id())
-            .and_then(|users| users.get_mut(scope.user_id()))
-            .and_then(|namespaces| namespaces.get_mut(scope.namespace_or_empty()))
-        else {
+        let mut users = self.write()?;
+        let Some(keys) = namespace_mut(&mut users, scope) else {
             return match expected_revision {
                 Some(_) => Err(MemoryError::stale_revision()),
                 None => Ok(false),
@@ -298,30 +339,29 @@ impl MemoryStore for InMemoryStore {
         }
         let existed = live_revision.is_some();
         keys.remove(key);
-        prune(&mut apps, scope);
+        if keys.is_empty() {
+            prune(&mut users, &UserIds::of(scope));
+        }
         Ok(existed)
     }
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        let mut apps = self.write()?;
-        let removed = apps
-            .get_mut(scope.application_id())
-            .and_then(|users| users.get_mut(scope.user_id()))
+        let ids = UserIds::of(scope);
+        let mut users = self.write()?;
+        let removed = users
+            .get_mut(&ids)
             .and_then(|namespaces| namespaces.remove(scope.namespace_or_empty()))
             .map_or(0, |keys| keys.len());
-        prune(&mut apps, scope);
+        prune(&mut users, &ids);
         Ok(removed as u64)
     }
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
-        let scope = MemoryScope::new(application_id, user_id)?;
-        let mut apps = self.write()?;
-        let removed = apps
-            .get_mut(application_id)
-            .and_then(|users| users.remove(user_id))
+        let mut users = self.write()?;
+        let removed = users
+            .remove(&UserIds { application_id, user_id })
             .map_or(0, |namespaces| namespaces.values().map(BTreeMap::len).sum::<usize>());
-        prune(&mut apps, &scope);
         Ok(removed as u64)
     }
 
@@ -333,8 +373,8 @@ impl MemoryStore for InMemoryStore {
     ) -> Result<NamespacePage> {
         let (limit, after) = validation::namespace_page(application_id, user_id, &page)?;
         let base = MemoryScope::new(application_id, user_id)?;
-        let apps = self.read()?;
-        let Some(namespaces) = apps.get(application_id).and_then(|users| users.get(user_id)) else {
+        let users = self.read()?;
+        let Some(namespaces) = users.get(&UserIds { application_id, user_id }) else {
             return Ok(NamespacePage { items: Vec::new(), next_cursor: None });
         };
         use std::ops::Bound::{Excluded, Unbounded};
@@ -368,12 +408,8 @@ impl MemoryStore for InMemoryStore {
     ) -> Result<MemoryCleanupPage> {
         let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
         let now = self.clock.now();
-        let mut apps = self.write()?;
-        let Some(keys) = apps
-            .get_mut(scope.application_id())
-            .and_then(|users| users.get_mut(scope.user_id()))
-            .and_then(|namespaces| namespaces.get_mut(scope.namespace_or_empty()))
-        else {
+        let mut users = self.write()?;
+        let Some(keys) = namespace_mut(&mut users, scope) else {
             return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
         };
         let (batch, more) = {
@@ -392,7 +428,7 @@ impl MemoryStore for InMemoryStore {
                 deleted += 1;
             }
         }
-        prune(&mut apps, scope);
+        prune(&mut users, &UserIds::of(scope));
         let next_cursor = more.then(|| {
             let last = &batch.last().expect("more keys follow a non-empty batch").0;
             Cursor::for_scope(CursorKind::Purge, scope, last)

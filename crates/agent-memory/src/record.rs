@@ -1,6 +1,7 @@
 //! [`MemoryRecord`], its [`Revision`] and its provenance, [`Source`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -101,7 +102,9 @@ impl Source {
 /// revisions for equality only; their order and form belong to the provider.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Revision(String);
+// Shared text: a record is copied out of the store on every read, and cloning an `Arc` copies
+// nothing.
+pub struct Revision(Arc<str>);
 
 impl Revision {
     /// Wraps a token, checking that it is 1 to 128 printable ASCII bytes.
@@ -113,7 +116,35 @@ impl Revision {
     pub fn new(token: impl Into<String>) -> Result<Self> {
         let token = token.into();
         validation::revision_token(&token)?;
-        Ok(Self(token))
+        Ok(Self(token.into()))
+    }
+
+    /// The token of a provider's write counter `n` in lowercase hexadecimal.
+    pub(crate) fn hex(n: u64) -> Self {
+        Self::counter(n, 16)
+    }
+
+    /// The token of a provider's write counter `n` in decimal.
+    pub(crate) fn decimal(n: u64) -> Self {
+        Self::counter(n, 10)
+    }
+
+    /// Spells `n` in `radix` (at most 16) without leading zeros, straight into the shared
+    /// text: providers make a revision for every record they return.
+    fn counter(mut n: u64, radix: u64) -> Self {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 64];
+        let mut start = text.len();
+        loop {
+            start -= 1;
+            // `n % radix` is below 16, so the index is in bounds and the cast loses nothing.
+            text[start] = DIGITS[usize::try_from(n % radix).unwrap_or(0)];
+            n /= radix;
+            if n == 0 {
+                break;
+            }
+        }
+        Self(std::str::from_utf8(&text[start..]).expect("ASCII digits").into())
     }
 
     /// The token as text.
@@ -144,6 +175,24 @@ impl TryFrom<String> for Revision {
 
 impl From<Revision> for String {
     fn from(revision: Revision) -> Self {
-        revision.0
+        revision.0.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Revision;
+
+    #[test]
+    fn counters_are_spelled_without_leading_zeros() {
+        assert_eq!(Revision::hex(0).as_str(), "0");
+        assert_eq!(Revision::hex(255).as_str(), "ff");
+        assert_eq!(Revision::hex(u64::MAX).as_str(), "ffffffffffffffff");
+        assert_eq!(Revision::decimal(7).as_str(), "7");
+        assert_eq!(Revision::decimal(u64::MAX).as_str(), u64::MAX.to_string());
+        for n in [1, 9, 10, 16, 1_000_000, 0xdead_beef] {
+            assert_eq!(Revision::hex(n), Revision::new(format!("{n:x}")).unwrap());
+            assert_eq!(Revision::decimal(n), Revision::new(n.to_string()).unwrap());
+        }
     }
 }

@@ -672,10 +672,6 @@ fn timestamp(micros: u64) -> Result<Timestamp> {
     Timestamp::from_micros(micros).map_err(|_| malformed_record())
 }
 
-fn revision(number: u64) -> Result<Revision> {
-    Revision::new(number.to_string()).map_err(|_| malformed_record())
-}
-
 /// Writes `value` as a fixed-width, zero-padded decimal field. Validation keeps every value
 /// in range (timestamps have at most 18 digits, lengths at most 6); a value that would widen
 /// the field is refused rather than stored misaligned.
@@ -722,7 +718,7 @@ fn decode_record(scope: &MemoryScope, key: String, stored: Value) -> Result<Memo
         return Err(malformed_record());
     }
     let field = |at: usize, width: usize| number(&bytes[at..at + width]);
-    let revision = revision(field(0, NUMBER_WIDTH)?)?;
+    let revision = Revision::decimal(field(0, NUMBER_WIDTH)?);
     let created_at = timestamp(field(NUMBER_WIDTH, NUMBER_WIDTH)?)?;
     let updated_at = timestamp(field(2 * NUMBER_WIDTH, NUMBER_WIDTH)?)?;
     let expires_at = match field(EXPIRY_AT, NUMBER_WIDTH)? {
@@ -851,7 +847,7 @@ impl MemoryStore for RedisMemoryStore {
         Ok(MemoryRecord {
             scope: scope.clone(),
             key: key.to_owned(),
-            revision: revision(field(0)?)?,
+            revision: Revision::decimal(field(0)?),
             created_at: timestamp(field(1)?)?,
             updated_at: timestamp(field(2)?)?,
             content: parts.content,
