@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -505,10 +506,61 @@ pub async fn redis_settings(url: &str) -> Result<Vec<(String, String)>, Error> {
         .query_async(&mut con)
         .await
         .map_err(redis_err("reading INFO"))?;
-    if let Some(version) = info.lines().find_map(|l| l.strip_prefix("redis_version:")) {
-        out.insert(0, ("redis_version".to_owned(), version.trim().to_owned()));
+    if let Some(version) = info_field(&info, "redis_version") {
+        out.insert(0, ("redis_version".to_owned(), version.to_owned()));
     }
     Ok(out)
+}
+
+/// Longest wait for an append-only-file rewrite to finish.
+const AOF_REWRITE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Rewrites the append-only file after a preload and waits until the rewrite is done, so that
+/// no phase shares the machine with a rewrite the load provoked: a rewrite forks the server and
+/// copies its whole dataset, and Redis starts one by itself whenever the file has doubled,
+/// which the scale mode's 2,000,000 records make happen at unpredictable moments. This is
+/// Redis's counterpart of PostgreSQL's `CHECKPOINT` after a preload. Returns whether a rewrite
+/// ran (false when the server keeps no append-only file).
+///
+/// # Errors
+/// When the server cannot be reached or the rewrite fails or does not finish in time.
+pub async fn redis_settle(url: &str) -> Result<bool, Error> {
+    let mut con = redis_connect(url).await?;
+    if info_field(&redis_persistence(&mut con).await?, "aof_enabled") != Some("1") {
+        return Ok(false);
+    }
+    // Refused only while a rewrite already runs; waiting for that one settles the file too.
+    let _: Result<String, _> = redis::cmd("BGREWRITEAOF").query_async(&mut con).await;
+    let deadline = Instant::now() + AOF_REWRITE_TIMEOUT;
+    loop {
+        let info = redis_persistence(&mut con).await?;
+        let busy = ["aof_rewrite_in_progress", "aof_rewrite_scheduled"]
+            .iter()
+            .any(|name| info_field(&info, name) != Some("0"));
+        if !busy {
+            return match info_field(&info, "aof_last_bgrewrite_status") {
+                Some("ok") => Ok(true),
+                status => Err(format!("BGREWRITEAOF failed (status {status:?})")),
+            };
+        }
+        if Instant::now() > deadline {
+            return Err("BGREWRITEAOF did not finish in 10 minutes".to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn redis_persistence(con: &mut redis::aio::MultiplexedConnection) -> Result<String, Error> {
+    redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(con)
+        .await
+        .map_err(redis_err("reading INFO persistence"))
+}
+
+/// The value of `name` in an `INFO` reply (`name:value` lines).
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
 }
 
 fn redis_key(kind: &str, n: usize) -> String {
