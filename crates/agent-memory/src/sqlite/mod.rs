@@ -116,7 +116,9 @@
 //!   issued after a write was acknowledged sees it. Statements are prepared once per
 //!   connection and cached, and plans do not depend on bound values (SQLite's query planner
 //!   stability guarantee is on), so nothing is re-planned per call. Each connection keeps a
-//!   16 MiB page cache and reads the first 256 MiB of the file through a memory map.
+//!   16 MiB page cache and reads the first 1 GiB of the file through a memory map (address
+//!   space only: the mapped pages are the operating system's file cache, shared by every
+//!   connection), so reads of a large file skip a `read` call and a copy per page.
 //! - The threads are named `amem-sql-writer` and `amem-sql-reader`, for `top -H` and
 //!   debuggers. Dropping a store without `close()` lets them finish queued work and exit.
 //! - `journal_mode=WAL` lets readers and one writer work at once, in this process and in
@@ -193,7 +195,7 @@ const DEFAULT_READERS: usize = 4;
 /// Page cache per connection, in KiB.
 const CACHE_KIB: u32 = 16 * 1024;
 /// Bytes of the file each connection reads through a memory map instead of `read` calls.
-const MMAP_BYTES: u64 = 256 * 1024 * 1024;
+const MMAP_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// How hard SQLite pushes each commit to the disk (`PRAGMA synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
