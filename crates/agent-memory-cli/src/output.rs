@@ -143,6 +143,15 @@ fn json_text<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 record", "2 records".
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `application / user / namespace`, escaped, with `(default)` for the default namespace.
 pub fn scope_text(scope: &MemoryScope) -> String {
     format!(
@@ -248,6 +257,13 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_plural_unless_one() {
+        assert_eq!(count(0, "record"), "0 records");
+        assert_eq!(count(1, "record"), "1 record");
+        assert_eq!(count(2, "expired record"), "2 expired records");
+    }
 
     #[test]
     fn escapes_terminal_controls_and_bidi_overrides() {

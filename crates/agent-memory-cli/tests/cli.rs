@@ -584,7 +584,7 @@ fn export_to_a_file_is_private_and_complete() {
         .arg(&file)
         .assert()
         .code(OK)
-        .stdout("exported 1 records from 1 namespaces\n");
+        .stdout("exported 1 record from 1 namespace\n");
     assert_eq!(json_lines(&std::fs::read(&file).unwrap()).len(), 1);
     #[cfg(unix)]
     {

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 
 use crate::exit::{CliError, CliResult};
-use crate::output::Output;
+use crate::output::{self, Output};
 use crate::progress;
 use crate::transfer::{self, Owner, Plan};
 use crate::Globals;
@@ -66,7 +66,11 @@ fn persist(file: tempfile::NamedTempFile, path: &Path) -> CliResult {
 }
 
 fn summary(done: &Exported) -> String {
-    format!("exported {} records from {} namespaces", done.records, done.namespaces)
+    format!(
+        "exported {} from {}",
+        output::count(done.records, "record"),
+        output::count(done.namespaces, "namespace")
+    )
 }
 
 async fn write_all(
@@ -189,7 +193,8 @@ pub async fn import(
     bar.finish_and_clear();
     out.summary(
         &format!(
-            "imported {imported} records; skipped {expired} already expired, {existing} already present"
+            "imported {}; skipped {expired} already expired, {existing} already present",
+            output::count(imported, "record")
         ),
         &json!({"imported": imported, "skipped_expired": expired, "skipped_existing": existing}),
     )

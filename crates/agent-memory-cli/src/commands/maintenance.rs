@@ -6,7 +6,7 @@ use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryScope, MemoryStore, PageReq
 use serde_json::json;
 
 use crate::exit::CliResult;
-use crate::output::{namespace_text, Output};
+use crate::output::{self, namespace_text, Output};
 use crate::progress;
 
 /// The store was started by the caller, which creates or validates its schema; this only
@@ -69,7 +69,10 @@ pub async fn purge_expired(
         }
     }
     spinner.finish_and_clear();
-    out.summary(&format!("purged {purged} expired records"), &json!({"purged": purged}))
+    out.summary(
+        &format!("purged {}", output::count(purged, "expired record")),
+        &json!({"purged": purged}),
+    )
 }
 
 /// Erases one namespace.
@@ -79,7 +82,10 @@ pub async fn delete_all(
     out: &mut Output,
 ) -> CliResult {
     let deleted = store.delete_all(&scope).await?;
-    out.summary(&format!("deleted {deleted} records"), &json!({"deleted": deleted}))
+    out.summary(
+        &format!("deleted {}", output::count(deleted, "record")),
+        &json!({"deleted": deleted}),
+    )
 }
 
 /// Erases every namespace of the user. One library call (the provider batches inside it), so
@@ -94,7 +100,7 @@ pub async fn delete_user(
     spinner.finish_and_clear();
     let deleted = result?;
     out.summary(
-        &format!("deleted {deleted} records in every namespace of the user"),
+        &format!("deleted {} in every namespace of the user", output::count(deleted, "record")),
         &json!({"deleted": deleted}),
     )
 }
