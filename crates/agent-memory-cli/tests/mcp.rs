@@ -134,6 +134,23 @@ fn send(stdin: &mut impl Write, message: &Value) {
     stdin.flush().expect("flush");
 }
 
+/// The initialize handshake (request id 1) as a client named `client_name`.
+fn initialize(stdin: &mut impl Write, lines: &mpsc::Receiver<String>, client_name: &str) {
+    send(
+        stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client_name, "version": "0"}
+        }}),
+    );
+    let init = next_message(lines);
+    assert_eq!(init["id"], 1, "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "agent-memory", "{init}");
+    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    send(stdin, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+}
+
 #[test]
 fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -156,20 +173,7 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     });
     let lines = line_reader(&mut child);
 
-    send(
-        &mut stdin,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "0"}
-        }}),
-    );
-    let init = next_message(&lines);
-    assert_eq!(init["id"], 1, "{init}");
-    assert_eq!(init["result"]["serverInfo"]["name"], "agent-memory", "{init}");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
-
-    send(&mut stdin, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    initialize(&mut stdin, &lines, "raw-test");
     send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let listed = next_message(&lines);
     assert_eq!(listed["id"], 2, "{listed}");
@@ -209,6 +213,45 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
         let parsed: Result<Value, _> = serde_json::from_str(&line);
         assert!(parsed.is_ok(), "non-protocol output on stdout: {line}");
     }
+}
+
+#[test]
+fn writes_record_the_session_and_the_clients_name() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("sqlite:{}", dir.path().join("source.db").display());
+    let scope = ["--store", store.as_str(), "--app", "source-app", "--user", "source-user"];
+    let mut child = server_command(dir.path())
+        .args(scope)
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let lines = line_reader(&mut child);
+    // The control character is dropped from the recorded name.
+    initialize(&mut stdin, &lines, "note\u{7}-taker");
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_save", "arguments": {"key": "k", "content": "v"}
+        }}),
+    );
+    let saved = next_message(&lines);
+    assert_eq!(saved["id"], 2, "{saved}");
+    assert_ne!(saved["result"]["isError"], true, "{saved}");
+    drop(stdin);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    assert!(status.success(), "exit {status}");
+
+    let read = server_command(dir.path()).args(scope).args(["--json", "get", "k"]).output();
+    let read = read.expect("run the CLI");
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    let record: Value = serde_json::from_slice(&read.stdout).expect("one JSON record");
+    assert_eq!(record["source"]["agent"], "note-taker", "{record}");
+    let session = record["source"]["session_id"].as_str().unwrap_or_default();
+    assert_eq!(session.len(), 32, "a simple-format UUID: {record}");
 }
 
 #[test]

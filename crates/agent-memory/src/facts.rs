@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::page::PageRequest;
+use crate::record::Source;
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::time::Timestamp;
@@ -59,12 +60,19 @@ pub struct Fact {
 #[derive(Debug, Clone)]
 pub struct Facts {
     store: Arc<dyn MemoryStore>,
+    source: Source,
 }
 
 impl Facts {
-    /// Facts kept in `store`.
+    /// Facts kept in `store`, written with an empty source.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store }
+        Self { store, source: Source::default() }
+    }
+
+    /// The same port recording `source` (provenance) on every fact it adds.
+    pub fn with_source(mut self, source: Source) -> Self {
+        self.source = source;
+        self
     }
 
     /// Adds a fact and returns it.
@@ -75,7 +83,8 @@ impl Facts {
         // A v7 UUID sorts by creation time; `create_only` makes "always adds" hold even in the
         // impossible case of a repeated id.
         let id = uuid::Uuid::now_v7().simple().to_string();
-        let record = self.store.put(scope, &id, MemoryWrite::new(text).create_only()).await?;
+        let write = MemoryWrite::new(text).create_only().source(self.source.clone());
+        let record = self.store.put(scope, &id, write).await?;
         Ok(Fact { id: record.key, text: record.content, created_at: record.created_at })
     }
 
@@ -121,5 +130,25 @@ impl Facts {
     /// `Storage`; retry to remove what is left.
     pub async fn erase(&self, scope: &MemoryScope) -> Result<u64> {
         self.store.delete_user(scope.application_id(), scope.user_id()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Facts;
+    use crate::{InMemoryStore, MemoryScope, MemoryStore, Source};
+
+    #[tokio::test]
+    async fn added_facts_carry_the_ports_source() {
+        let store = Arc::new(InMemoryStore::new());
+        store.start().await.unwrap();
+        let source = Source { agent: Some("planner".into()), ..Source::default() };
+        let facts = Facts::new(store.clone()).with_source(source.clone());
+        let scope = MemoryScope::new("app", "user").unwrap();
+        let fact = facts.remember(&scope, "likes tea").await.unwrap();
+        let record = store.get(&scope, &fact.id).await.unwrap().unwrap();
+        assert_eq!(record.source, source);
     }
 }
