@@ -162,7 +162,7 @@ impl InMemoryStore {
 
     fn new_revision(&self) -> Revision {
         let n = self.next_revision.fetch_add(1, Ordering::Relaxed);
-        Revision::hex(n)
+        Revision::from_counter(n, 16)
     }
 }
 

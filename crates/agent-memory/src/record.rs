@@ -119,25 +119,17 @@ impl Revision {
         Ok(Self(token.into()))
     }
 
-    /// The token of a provider's write counter `n` in lowercase hexadecimal.
-    pub(crate) fn hex(n: u64) -> Self {
-        Self::counter(n, 16)
-    }
-
-    /// The token of a provider's write counter `n` in decimal.
-    pub(crate) fn decimal(n: u64) -> Self {
-        Self::counter(n, 10)
-    }
-
-    /// Spells `n` in `radix` (at most 16) without leading zeros, straight into the shared
-    /// text: providers make a revision for every record they return.
-    fn counter(mut n: u64, radix: u64) -> Self {
+    /// The token of a provider's write counter `n`, spelled in `radix` (2 to 16, lowercase)
+    /// without leading zeros, straight into the shared text: providers make a revision for
+    /// every record they return.
+    pub(crate) fn from_counter(mut n: u64, radix: u64) -> Self {
+        debug_assert!((2..=16).contains(&radix), "radix {radix}");
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = [0u8; 64];
         let mut start = text.len();
         loop {
             start -= 1;
-            // `n % radix` is below 16, so the index is in bounds and the cast loses nothing.
+            // `n % radix` is below 16: the index is in bounds and the conversion cannot fail.
             text[start] = DIGITS[usize::try_from(n % radix).unwrap_or(0)];
             n /= radix;
             if n == 0 {
@@ -185,14 +177,15 @@ mod tests {
 
     #[test]
     fn counters_are_spelled_without_leading_zeros() {
-        assert_eq!(Revision::hex(0).as_str(), "0");
-        assert_eq!(Revision::hex(255).as_str(), "ff");
-        assert_eq!(Revision::hex(u64::MAX).as_str(), "ffffffffffffffff");
-        assert_eq!(Revision::decimal(7).as_str(), "7");
-        assert_eq!(Revision::decimal(u64::MAX).as_str(), u64::MAX.to_string());
+        assert_eq!(Revision::from_counter(0, 16).as_str(), "0");
+        assert_eq!(Revision::from_counter(255, 16).as_str(), "ff");
+        assert_eq!(Revision::from_counter(u64::MAX, 16).as_str(), "ffffffffffffffff");
+        assert_eq!(Revision::from_counter(u64::MAX, 2).as_str(), "1".repeat(64));
+        assert_eq!(Revision::from_counter(7, 10).as_str(), "7");
+        assert_eq!(Revision::from_counter(u64::MAX, 10).as_str(), u64::MAX.to_string());
         for n in [1, 9, 10, 16, 1_000_000, 0xdead_beef] {
-            assert_eq!(Revision::hex(n), Revision::new(format!("{n:x}")).unwrap());
-            assert_eq!(Revision::decimal(n), Revision::new(n.to_string()).unwrap());
+            assert_eq!(Revision::from_counter(n, 16), Revision::new(format!("{n:x}")).unwrap());
+            assert_eq!(Revision::from_counter(n, 10), Revision::new(n.to_string()).unwrap());
         }
     }
 }

@@ -627,7 +627,7 @@ fn from_system_time(at: SystemTime) -> Result<Timestamp> {
 }
 
 fn revision(number: i64) -> Result<Revision> {
-    u64::try_from(number).map(Revision::decimal).map_err(|_| corrupt("a revision"))
+    u64::try_from(number).map(|n| Revision::from_counter(n, 10)).map_err(|_| corrupt("a revision"))
 }
 
 /// The sequence number a revision token names; 0 (never issued) for a token this store could

@@ -718,7 +718,7 @@ fn decode_record(scope: &MemoryScope, key: String, stored: Value) -> Result<Memo
         return Err(malformed_record());
     }
     let field = |at: usize, width: usize| number(&bytes[at..at + width]);
-    let revision = Revision::decimal(field(0, NUMBER_WIDTH)?);
+    let revision = Revision::from_counter(field(0, NUMBER_WIDTH)?, 10);
     let created_at = timestamp(field(NUMBER_WIDTH, NUMBER_WIDTH)?)?;
     let updated_at = timestamp(field(2 * NUMBER_WIDTH, NUMBER_WIDTH)?)?;
     let expires_at = match field(EXPIRY_AT, NUMBER_WIDTH)? {
@@ -847,7 +847,7 @@ impl MemoryStore for RedisMemoryStore {
         Ok(MemoryRecord {
             scope: scope.clone(),
             key: key.to_owned(),
-            revision: Revision::decimal(field(0)?),
+            revision: Revision::from_counter(field(0)?, 10),
             created_at: timestamp(field(1)?)?,
             updated_at: timestamp(field(2)?)?,
             content: parts.content,

@@ -48,7 +48,9 @@ macro_rules! live {
 
 /// The revision token of counter value `n`: lowercase hex without leading zeros.
 pub(super) fn revision_token(n: i64) -> Result<Revision> {
-    u64::try_from(n).map(Revision::hex).map_err(|_| detected("a stored revision is unreadable"))
+    u64::try_from(n)
+        .map(|n| Revision::from_counter(n, 16))
+        .map_err(|_| detected("a stored revision is unreadable"))
 }
 
 /// The counter value of a token this provider issued; `None` for any other token, which then
