@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 
 use crate::error::{MemoryError, Result};
-use crate::page::PageRequest;
+use crate::page::{MemoryPage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -22,27 +22,8 @@ pub(crate) async fn list_all(
     scope: &MemoryScope,
     limit: usize,
 ) -> Vec<MemoryRecord> {
-    let mut all = Vec::new();
-    let mut page = PageRequest::new(limit);
-    for _ in 0..MAX_PAGES {
-        let result = store
-            .list(scope, page.clone())
-            .await
-            .unwrap_or_else(|e| panic!("list(limit {limit}) failed: {e:?}"));
-        assert!(
-            result.items.len() <= limit,
-            "list returned {} records for limit {limit}",
-            result.items.len()
-        );
-        all.extend(result.items);
-        match result.next_cursor {
-            Some(cursor) => page = page.after(cursor),
-            None => return all,
-        }
-    }
-    panic!(
-        "list(limit {limit}) still returned a cursor after {MAX_PAGES} pages: cursors must advance"
-    )
+    let what = format!("list(limit {limit})");
+    drain(&what, limit, |page| store.list(scope, page)).await
 }
 
 /// Every live record of `scope` whose content contains `query`, following `search` cursors
@@ -53,16 +34,24 @@ pub(crate) async fn search_all(
     query: &str,
     limit: usize,
 ) -> Vec<MemoryRecord> {
+    let what = format!("search({query:?}, limit {limit})");
+    drain(&what, limit, |page| store.search(scope, query, page)).await
+}
+
+/// Follows the cursors of one paged read (`what` names it in failures) until `next_cursor` is
+/// `None`, checking that no page exceeds `limit`.
+async fn drain<F, Fut>(what: &str, limit: usize, mut fetch: F) -> Vec<MemoryRecord>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<MemoryPage>>,
+{
     let mut all = Vec::new();
     let mut page = PageRequest::new(limit);
     for _ in 0..MAX_PAGES {
-        let result = store
-            .search(scope, query, page.clone())
-            .await
-            .unwrap_or_else(|e| panic!("search({query:?}, limit {limit}) failed: {e:?}"));
+        let result = fetch(page.clone()).await.unwrap_or_else(|e| panic!("{what} failed: {e:?}"));
         assert!(
             result.items.len() <= limit,
-            "search returned {} records for limit {limit}",
+            "{what} returned {} records for limit {limit}",
             result.items.len()
         );
         all.extend(result.items);
@@ -71,10 +60,7 @@ pub(crate) async fn search_all(
             None => return all,
         }
     }
-    panic!(
-        "search({query:?}, limit {limit}) still returned a cursor after {MAX_PAGES} pages: \
-         cursors must advance"
-    )
+    panic!("{what} still returned a cursor after {MAX_PAGES} pages: cursors must advance")
 }
 
 /// Every namespace of one application user, as `None` (default) or `Some(name)`, following
