@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 
-use agent_memory::{validation, MemoryScope, MemoryWrite, Metadata, Source, Timestamp};
+use agent_memory::{MemoryScope, MemoryWrite, Metadata, Source, Timestamp};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -120,16 +120,20 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
         }
         let write = MemoryWrite::new(line.content)
             .metadata(serde_json::Value::Object(line.metadata))
-            .expiry(line.expires_at)
+            .expires_at_opt(line.expires_at)
             .source(line.source);
         if line.expires_at.is_some_and(|at| at <= now) {
             // Still checked, so a bad line is never hidden behind its expiry.
-            validation::put(&line.key, &write.clone().expiry(None), now)
+            write
+                .clone()
+                .expires_at_opt(None)
+                .validate(&line.key, now)
                 .map_err(|e| CliError::from(e).context(&format!("line {number}: ")))?;
             plan.expired += 1;
             continue;
         }
-        validation::put(&line.key, &write, now)
+        write
+            .validate(&line.key, now)
             .map_err(|e| CliError::from(e).context(&format!("line {number}: ")))?;
         plan.entries.push(Entry { line: number, scope: line.scope, key: line.key, write });
     }
@@ -165,7 +169,7 @@ mod tests {
         );
         let plan = plan(input.as_bytes(), &owner(), now()).unwrap();
         assert_eq!(plan.entries.len(), 2);
-        assert_eq!(plan.entries[0].write.source_value().agent.as_deref(), Some("bot"));
+        assert_eq!(plan.entries[0].write.source_ref().agent.as_deref(), Some("bot"));
         assert_eq!(plan.entries[1].scope.namespace(), Some("ns"));
         assert_eq!(plan.entries[1].line, 3);
     }
@@ -368,7 +372,7 @@ mod fuzz {
                         prop_assert!(entry.line > last, "entries come in input order");
                         last = entry.line;
                         prop_assert!(entry.line <= lines.len());
-                        prop_assert!(validation::put(&entry.key, &entry.write, now()).is_ok());
+                        prop_assert!(entry.write.validate(&entry.key, now()).is_ok());
                         prop_assert!(seen.insert((entry.scope.clone(), entry.key.clone())));
                         if let Owner::User { application_id, user_id } = &owner {
                             prop_assert_eq!(entry.scope.application_id(), application_id);

@@ -10,7 +10,8 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
-use agent_memory::{Cursor, CursorKind, MemoryScope};
+use agent_memory::provider::{key_cursor, namespace_cursor, CursorKind};
+use agent_memory::MemoryScope;
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
@@ -348,10 +349,10 @@ fn forged_and_foreign_cursors_are_refused() {
     let u2 = MemoryScope::new("app", "u2").expect("valid ids");
     let u1 = MemoryScope::new("app", "u1").expect("valid ids");
     let forged = [
-        (Cursor::for_scope(CursorKind::List, &u2, "k0"), "list", "another user's list cursor"),
-        (Cursor::for_scope(CursorKind::Search, &u1, "k0"), "list", "a search cursor in list"),
-        (Cursor::for_scope(CursorKind::List, &u1, "k0"), "search", "a list cursor in search"),
-        (Cursor::for_user("app", "u1", ""), "list", "a namespaces cursor in list"),
+        (key_cursor(CursorKind::List, &u2, "k0"), "list", "another user's list cursor"),
+        (key_cursor(CursorKind::Search, &u1, "k0"), "list", "a search cursor in list"),
+        (key_cursor(CursorKind::List, &u1, "k0"), "search", "a list cursor in search"),
+        (namespace_cursor("app", "u1", ""), "list", "a namespaces cursor in list"),
     ];
     for (cursor, command, what) in forged {
         let mut cmd = fx.cmd();
@@ -361,7 +362,7 @@ fn forged_and_foreign_cursors_are_refused() {
         }
         refused(cmd.args(["--after", cursor.as_str()]), "cursor", what);
     }
-    let real = Cursor::for_scope(CursorKind::List, &u1, "k0");
+    let real = key_cursor(CursorKind::List, &u1, "k0");
     let token = real.as_str();
     // The first character encodes the format version (1, so always `A`); `B` is another one.
     for garbled in [format!("B{}", &token[1..]), token[..5].to_owned(), format!("{token}!")] {

@@ -46,6 +46,7 @@
 //! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
 //! - [`validation`]: every input limit, shared by all providers.
 //! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
+//! - [`provider`]: the building blocks for writing a provider.
 //!
 //! # Providers
 //!
@@ -79,18 +80,38 @@
 //!
 //! # Writing a provider
 //!
-//! Implement [`MemoryStore`]; call the [`validation`] functions before any I/O; use
-//! [`Cursor::for_scope`] and [`Cursor::position`] for cursors; then run the conformance suite
-//! (feature `conformance`) against a real instance of your datastore:
+//! Implement [`MemoryStore`] with the building blocks of [`provider`]: check input with
+//! [`MemoryWrite::validate`], the [`validation`] rules and [`PageRequest::key_page`] before any
+//! I/O; run one atomic operation in the datastore with the whole scope inside it; build replies
+//! with [`provider::PageBuilder`], [`provider::namespace_page`] and [`provider::key_cursor`].
+//! Then run the conformance suite (feature `conformance`) against a real instance of your
+//! datastore:
 //!
 //! ```ignore
+//! use agent_memory::provider::{CursorKind, PageBuilder};
+//!
+//! #[async_trait::async_trait]
+//! impl MemoryStore for MyStore {
+//!     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
+//!         let page = page.key_page(CursorKind::List, scope)?; // limit and cursor, checked
+//!         let rows = self.db.live_rows_after(scope, page.after.as_deref(), page.limit + 1).await?;
+//!         let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
+//!         for row in rows.iter().take(page.limit) {
+//!             reply.push(decode(scope, row)?);
+//!         }
+//!         Ok(reply.finish(rows.len() > page.limit))
+//!     }
+//!     // …
+//! }
+//!
 //! async fn my_store() -> agent_memory::conformance::Fixture {
 //!     agent_memory::conformance::Fixture::new(std::sync::Arc::new(MyStore::new(/* … */)))
 //! }
 //! agent_memory::conformance_tests!(my_store);
 //! ```
 #![deny(missing_docs)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![warn(unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod facts;
@@ -105,6 +126,7 @@ mod time;
 mod write;
 
 pub mod prompt;
+pub mod provider;
 pub mod tools;
 pub mod validation;
 
@@ -120,20 +142,19 @@ pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 
-pub use error::{BoxError, MemoryError, Result};
+pub use error::{MemoryError, Result};
 pub use facts::{Fact, Facts};
 pub use memory::InMemoryStore;
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{
-    Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    DEFAULT_PAGE_LIMIT,
+    Cursor, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, DEFAULT_PAGE_LIMIT,
 };
 pub use record::{MemoryRecord, Metadata, Revision, Source};
 pub use scope::MemoryScope;
 pub use scoped::ScopedMemory;
 pub use store::MemoryStore;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use write::{MemoryWrite, WriteCondition, WriteParts};
+pub use write::MemoryWrite;
 
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteMemoryStore;

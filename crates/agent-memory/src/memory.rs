@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::{self, key_cursor, page_from_rows};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -198,22 +199,6 @@ fn keys_after<'a>(
     keys.range::<str, _>((start, Unbounded))
 }
 
-/// The first `limit` of `records` as a page, with a cursor when more follow.
-fn page_of<'a>(
-    kind: CursorKind,
-    scope: &MemoryScope,
-    limit: usize,
-    mut records: impl Iterator<Item = (&'a String, &'a Stored)>,
-) -> MemoryPage {
-    let items: Vec<MemoryRecord> =
-        records.by_ref().take(limit).map(|(key, stored)| stored.to_record(scope, key)).collect();
-    let next_cursor = match (records.next(), items.last()) {
-        (Some(_), Some(last)) => Some(Cursor::for_scope(kind, scope, &last.key)),
-        _ => None,
-    };
-    MemoryPage { items, next_cursor }
-}
-
 #[async_trait::async_trait]
 impl MemoryStore for InMemoryStore {
     async fn start(&self) -> Result<()> {
@@ -232,7 +217,7 @@ impl MemoryStore for InMemoryStore {
         write: MemoryWrite,
     ) -> Result<MemoryRecord> {
         let now = self.clock.now();
-        validation::put(key, &write, now)?;
+        write.validate(key, now)?;
         let ids = UserIds::of(scope);
         let ns = scope.namespace_or_empty();
         let mut users = self.write()?;
@@ -243,7 +228,8 @@ impl MemoryStore for InMemoryStore {
         }
         let keys = namespaces.get_mut(ns).expect("the namespace was just ensured");
         let live = keys.get(key).filter(|stored| stored.is_live(now));
-        let allowed = match write.condition() {
+        let parts = write.into_parts();
+        let allowed = match &parts.condition {
             WriteCondition::Always => Ok(()),
             WriteCondition::CreateOnly if live.is_some() => Err(MemoryError::already_exists()),
             WriteCondition::CreateOnly => Ok(()),
@@ -257,7 +243,6 @@ impl MemoryStore for InMemoryStore {
             return Err(conflict);
         }
         let created_at = live.map_or(now, |stored| stored.created_at);
-        let parts = write.into_parts();
         let stored = Stored {
             content: parts.content,
             metadata: parts.metadata,
@@ -289,14 +274,16 @@ impl MemoryStore for InMemoryStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        let (limit, after) = validation::key_page(CursorKind::List, scope, &page)?;
+        let page = page.key_page(CursorKind::List, scope)?;
         let now = self.clock.now();
         let users = self.read()?;
         let live = namespace(&users, scope)
             .into_iter()
-            .flat_map(|keys| keys_after(keys, after.as_deref()))
+            .flat_map(|keys| keys_after(keys, page.after.as_deref()))
             .filter(|(_, s)| s.is_live(now));
-        Ok(page_of(CursorKind::List, scope, limit, live))
+        page_from_rows(CursorKind::List, scope, page.limit, live, |(key, stored)| {
+            Ok(stored.to_record(scope, key))
+        })
     }
 
     async fn search(
@@ -306,14 +293,16 @@ impl MemoryStore for InMemoryStore {
         page: PageRequest,
     ) -> Result<MemoryPage> {
         validation::query(query)?;
-        let (limit, after) = validation::key_page(CursorKind::Search, scope, &page)?;
+        let page = page.key_page(CursorKind::Search, scope)?;
         let now = self.clock.now();
         let users = self.read()?;
         let matches = namespace(&users, scope)
             .into_iter()
-            .flat_map(|keys| keys_after(keys, after.as_deref()))
+            .flat_map(|keys| keys_after(keys, page.after.as_deref()))
             .filter(|(_, s)| s.is_live(now) && s.content.contains(query));
-        Ok(page_of(CursorKind::Search, scope, limit, matches))
+        page_from_rows(CursorKind::Search, scope, page.limit, matches, |(key, stored)| {
+            Ok(stored.to_record(scope, key))
+        })
     }
 
     async fn delete(
@@ -371,34 +360,22 @@ impl MemoryStore for InMemoryStore {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage> {
-        let (limit, after) = validation::namespace_page(application_id, user_id, &page)?;
-        let base = MemoryScope::new(application_id, user_id)?;
+        let page = page.namespace_page(application_id, user_id)?;
         let users = self.read()?;
         let Some(namespaces) = users.get(&UserIds { application_id, user_id }) else {
             return Ok(NamespacePage { items: Vec::new(), next_cursor: None });
         };
         use std::ops::Bound::{Excluded, Unbounded};
-        let start = match after.as_deref() {
+        let start = match page.after.as_deref() {
             Some(ns) => Excluded(ns),
             None => Unbounded,
         };
-        let mut names = namespaces
+        let names = namespaces
             .range::<str, _>((start, Unbounded))
             .filter(|(_, keys)| !keys.is_empty())
-            .map(|(name, _)| name.as_str());
-        let page_names: Vec<&str> = names.by_ref().take(limit).collect();
-        let more = names.next().is_some();
-        let items = page_names
-            .iter()
-            .map(|&name| match name {
-                "" => Ok(base.clone()),
-                named => base.with_namespace(named),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = more.then(|| {
-            Cursor::for_user(application_id, user_id, page_names.last().copied().unwrap_or(""))
-        });
-        Ok(NamespacePage { items, next_cursor })
+            .map(|(name, _)| name.clone())
+            .take(page.limit + 1);
+        provider::namespace_page(PROVIDER, application_id, user_id, page.limit, names)
     }
 
     async fn purge_expired(
@@ -406,17 +383,17 @@ impl MemoryStore for InMemoryStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
+        let page = page.key_page(CursorKind::Purge, scope)?;
         let now = self.clock.now();
         let mut users = self.write()?;
         let Some(keys) = namespace_mut(&mut users, scope) else {
             return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
         };
         let (batch, more) = {
-            let mut inspected = keys_after(keys, after.as_deref());
+            let mut inspected = keys_after(keys, page.after.as_deref());
             let batch: Vec<(String, bool)> = inspected
                 .by_ref()
-                .take(limit)
+                .take(page.limit)
                 .map(|(key, stored)| (key.clone(), !stored.is_live(now)))
                 .collect();
             (batch, inspected.next().is_some())
@@ -431,7 +408,7 @@ impl MemoryStore for InMemoryStore {
         prune(&mut users, &UserIds::of(scope));
         let next_cursor = more.then(|| {
             let last = &batch.last().expect("more keys follow a non-empty batch").0;
-            Cursor::for_scope(CursorKind::Purge, scope, last)
+            key_cursor(CursorKind::Purge, scope, last)
         });
         Ok(MemoryCleanupPage { deleted, next_cursor })
     }

@@ -51,6 +51,70 @@ impl PageRequest {
     }
 }
 
+impl PageRequest {
+    /// Checks this request for a page of one scope's keys (`list`, `search`,
+    /// `purge_expired`): the limit, and that the cursor came from the same operation and scope.
+    ///
+    /// ```
+    /// use agent_memory::provider::{key_cursor, CursorKind};
+    /// use agent_memory::{MemoryScope, PageRequest};
+    ///
+    /// let scope = MemoryScope::new("app", "user-1")?;
+    /// let page = PageRequest::new(5).after(key_cursor(CursorKind::List, &scope, "k0009"));
+    /// let checked = page.key_page(CursorKind::List, &scope)?;
+    /// assert_eq!((checked.limit, checked.after.as_deref()), (5, Some("k0009")));
+    /// assert!(page.key_page(CursorKind::Search, &scope).is_err());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `limit` or `cursor`.
+    pub fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage> {
+        validation::limit(self.limit)?;
+        let after = match &self.after {
+            Some(cursor) => Some(cursor.position(kind, scope)?),
+            None => None,
+        };
+        Ok(KeyPage { limit: self.limit, after })
+    }
+
+    /// Checks this request for a page of one application user's namespaces: the ids, the
+    /// limit, and that the cursor came from `list_namespaces` for the same user.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `user_id`, `limit` or
+    /// `cursor`.
+    pub fn namespace_page(&self, application_id: &str, user_id: &str) -> Result<NamePage> {
+        validation::user(application_id, user_id)?;
+        validation::limit(self.limit)?;
+        let after = match &self.after {
+            Some(cursor) => Some(cursor.namespace_position(application_id, user_id)?),
+            None => None,
+        };
+        Ok(NamePage { limit: self.limit, after })
+    }
+}
+
+/// A checked page request over one scope's keys, from [`PageRequest::key_page`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPage {
+    /// How many records at most, 1 through 100.
+    pub limit: usize,
+    /// The key to continue after; `None` starts at the first key.
+    pub after: Option<String>,
+}
+
+/// A checked page request over names (the namespaces of one application user), from
+/// [`PageRequest::namespace_page`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamePage {
+    /// How many names at most, 1 through 100.
+    pub limit: usize,
+    /// The name to continue after (the empty string for the default namespace); `None` starts
+    /// at the first.
+    pub after: Option<String>,
+}
+
 impl Default for PageRequest {
     fn default() -> Self {
         Self::new(DEFAULT_PAGE_LIMIT)
@@ -89,7 +153,7 @@ pub struct NamespacePage {
 }
 
 /// The operation a cursor continues; a cursor works only for the operation and scope that
-/// produced it.
+/// produced it. For providers: see [`crate::provider`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CursorKind {
     /// [`list`](crate::MemoryStore::list): the position is a key.
@@ -129,16 +193,23 @@ const MAX_CURSOR_CHARS: usize = 512;
 /// checksum against mistakes, not a secret: a forged cursor can only name a position, never
 /// widen what the scope can read.
 ///
+/// Callers pass cursors back as they got them; tokens that came from outside (a CLI flag, a
+/// tool argument) parse with [`Cursor::parse`] or [`str::parse`]. Providers make them with
+/// [`provider::key_cursor`](crate::provider::key_cursor) and
+/// [`provider::namespace_cursor`](crate::provider::namespace_cursor).
+///
 /// ```
-/// use agent_memory::{Cursor, CursorKind, MemoryScope};
+/// use agent_memory::{Cursor, MemoryScope, PageRequest};
 ///
-/// let scope = MemoryScope::new("app", "user-1")?;
-/// let cursor = Cursor::for_scope(CursorKind::List, &scope, "k0009");
-/// assert_eq!(cursor.position(CursorKind::List, &scope)?, "k0009");
-///
-/// let other = MemoryScope::new("app", "user-2")?;
-/// assert!(cursor.position(CursorKind::List, &other).is_err());
 /// assert!(Cursor::parse("not a cursor").is_err());
+/// assert!("not a cursor".parse::<Cursor>().is_err());
+///
+/// # use agent_memory::provider::{key_cursor, CursorKind};
+/// let scope = MemoryScope::new("app", "user-1")?;
+/// let cursor: Cursor = key_cursor(CursorKind::List, &scope, "k0009").as_str().parse()?;
+/// let other = MemoryScope::new("app", "user-2")?;
+/// let foreign = PageRequest::default().after(cursor);
+/// assert!(foreign.key_page(CursorKind::List, &other).is_err());
 /// # Ok::<(), agent_memory::MemoryError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -147,13 +218,13 @@ pub struct Cursor(String);
 
 impl Cursor {
     /// A cursor for `kind` in `scope`, positioned after `position`.
-    pub fn for_scope(kind: CursorKind, scope: &MemoryScope, position: &str) -> Self {
+    pub(crate) fn for_scope(kind: CursorKind, scope: &MemoryScope, position: &str) -> Self {
         Self::encode(kind, scope_tag(kind, scope), position)
     }
 
     /// A [`CursorKind::Namespaces`] cursor for one application user, positioned after the
     /// namespace `position` (empty for the default namespace).
-    pub fn for_user(application_id: &str, user_id: &str, position: &str) -> Self {
+    pub(crate) fn for_user(application_id: &str, user_id: &str, position: &str) -> Self {
         Self::encode(CursorKind::Namespaces, user_tag(application_id, user_id), position)
     }
 
@@ -185,7 +256,7 @@ impl Cursor {
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) when the cursor is malformed or came from another
     /// operation or scope.
-    pub fn position(&self, kind: CursorKind, scope: &MemoryScope) -> Result<String> {
+    pub(crate) fn position(&self, kind: CursorKind, scope: &MemoryScope) -> Result<String> {
         let position = self.checked(kind, scope_tag(kind, scope))?;
         validation::key(&position).map_err(|_| malformed())?;
         Ok(position)
@@ -197,7 +268,7 @@ impl Cursor {
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) when the cursor is malformed or came from another
     /// operation or user.
-    pub fn namespace_position(&self, application_id: &str, user_id: &str) -> Result<String> {
+    pub(crate) fn namespace_position(&self, application_id: &str, user_id: &str) -> Result<String> {
         let position = self.checked(CursorKind::Namespaces, user_tag(application_id, user_id))?;
         if !position.is_empty() {
             validation::id("namespace", &position).map_err(|_| malformed())?;
@@ -281,6 +352,15 @@ impl fmt::Debug for Cursor {
 impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for Cursor {
+    type Err = MemoryError;
+
+    /// As [`Cursor::parse`].
+    fn from_str(token: &str) -> Result<Self> {
+        Self::parse(token)
     }
 }
 

@@ -71,6 +71,35 @@ pub struct Source {
 }
 
 impl Source {
+    /// Checks every field that is set: 1 to 128 bytes, no control characters.
+    ///
+    /// # Errors
+    /// [`Invalid`](crate::MemoryError::Invalid) naming the field at fault, for example
+    /// `source.agent`.
+    pub fn validate(&self) -> Result<()> {
+        let fields = [
+            ("source.session_id", &self.session_id),
+            ("source.invocation_id", &self.invocation_id),
+            ("source.agent", &self.agent),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                validation::id(field, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes this source takes of the budget it shares with metadata: its compact JSON
+    /// length, or 0 for an empty source, which stores nothing.
+    pub fn budget_bytes(&self) -> usize {
+        if self.is_empty() {
+            0
+        } else {
+            validation::compact_json_len(self)
+        }
+    }
+
     /// True when no field is set.
     pub fn is_empty(&self) -> bool {
         self.session_id.is_none() && self.invocation_id.is_none() && self.agent.is_none()

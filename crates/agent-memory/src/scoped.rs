@@ -80,7 +80,7 @@ impl ScopedMemory {
     /// write of that content.
     pub async fn put(&self, key: &str, write: impl Into<MemoryWrite>) -> Result<MemoryRecord> {
         let mut write = write.into();
-        if write.source_value().is_empty() {
+        if write.source_ref().is_empty() {
             write = write.source(self.source.clone());
         }
         self.store.put(&self.scope, key, write).await

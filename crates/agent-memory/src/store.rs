@@ -76,7 +76,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// Inserts or replaces the record at `key`, atomically.
     ///
     /// # Behavior
-    /// - Validates everything first ([`validation::put`](crate::validation::put)).
+    /// - Validates everything first ([`MemoryWrite::validate`]).
     /// - A new key (or one whose record expired) gets `created_at = updated_at = now`.
     /// - Replacing a live record keeps `created_at`, sets `updated_at = now`, and replaces
     ///   content, metadata, expiry and source. No history is kept.

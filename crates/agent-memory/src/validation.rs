@@ -14,20 +14,23 @@
 //! | `expires_at` | after the provider's "now" |
 //! | `limit` | 1 to [`MAX_PAGE_LIMIT`] |
 //! | search `query` | 1 to [`MAX_CONTENT_BYTES`] bytes, no NUL |
-//! | `cursor` | produced by the same operation for the same scope |
 //! | revision | 1 to [`MAX_REVISION_BYTES`] printable ASCII bytes |
 //!
 //! NUL (U+0000) is rejected everywhere because PostgreSQL cannot store it in text; rejecting it
 //! in the shared rules means no provider ever surfaces it as a storage error.
+//!
+//! This module is the leaf of the crate: it knows strings, JSON values, sizes and instants
+//! (as microseconds), and nothing of the vocabulary types. The checks of whole requests are
+//! methods of those types, built from these rules:
+//! [`MemoryWrite::validate`](crate::MemoryWrite::validate) for a `put`,
+//! [`Source::validate`](crate::Source::validate) for provenance, and
+//! [`PageRequest::key_page`](crate::PageRequest::key_page) and
+//! [`PageRequest::namespace_page`](crate::PageRequest::namespace_page) for pages (which also
+//! check the cursor against the operation and scope).
 
 use serde_json::Value;
 
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, PageRequest};
-use crate::record::Source;
-use crate::scope::MemoryScope;
-use crate::time::Timestamp;
-use crate::write::MemoryWrite;
 
 /// Longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 256;
@@ -111,43 +114,26 @@ pub fn content(content: &str) -> Result<()> {
     no_nul("content", content)
 }
 
-/// Checks a source's fields.
+/// Checks metadata's shape (a JSON object, nested at most [`MAX_METADATA_DEPTH`] deep, no NUL
+/// in any string or name) and returns its length as compact JSON, for [`metadata_budget`].
 ///
 /// # Errors
-/// [`MemoryError::Invalid`] naming the source field.
-pub fn source(source: &Source) -> Result<()> {
-    let fields = [
-        ("source.session_id", &source.session_id),
-        ("source.invocation_id", &source.invocation_id),
-        ("source.agent", &source.agent),
-    ];
-    for (field, value) in fields {
-        if let Some(value) = value {
-            id(field, value)?;
-        }
-    }
-    Ok(())
-}
-
-/// Checks metadata: an object, not nested too deep, no NUL, and within the size shared with
-/// `source`.
-///
-/// # Errors
-/// [`MemoryError::Invalid`] naming `metadata` (or the source field at fault).
-pub fn metadata_and_source(metadata: &Value, source_value: &Source) -> Result<()> {
+/// [`MemoryError::Invalid`] naming `metadata`.
+pub fn metadata(metadata: &Value) -> Result<usize> {
     if !metadata.is_object() {
         return Err(MemoryError::invalid("metadata", "must be a JSON object"));
     }
     check_json_tree(metadata)?;
-    source(source_value)?;
-    let metadata_bytes = compact_len(metadata);
-    // An empty source stores nothing, so it costs nothing.
-    let source_bytes = if source_value.is_empty() {
-        0
-    } else {
-        compact_len(&serde_json::to_value(source_value).unwrap_or(Value::Null))
-    };
-    if metadata_bytes + source_bytes > MAX_METADATA_SOURCE_BYTES {
+    Ok(compact_json_len(metadata))
+}
+
+/// Checks the budget metadata shares with the write's source: `bytes` is the compact JSON
+/// length of the metadata plus that of a non-empty source.
+///
+/// # Errors
+/// [`MemoryError::Invalid`] naming `metadata`.
+pub fn metadata_budget(bytes: usize) -> Result<()> {
+    if bytes > MAX_METADATA_SOURCE_BYTES {
         return Err(MemoryError::invalid(
             "metadata",
             format!(
@@ -184,7 +170,8 @@ fn check_json_tree(root: &Value) -> Result<()> {
     Ok(())
 }
 
-fn compact_len(value: &Value) -> usize {
+/// The length of `value` as compact JSON, in bytes.
+pub fn compact_json_len(value: &impl serde::Serialize) -> usize {
     // Writing into a counter avoids building the string just to measure it.
     struct Counter(usize);
     impl std::io::Write for Counter {
@@ -197,34 +184,18 @@ fn compact_len(value: &Value) -> usize {
         }
     }
     let mut counter = Counter(0);
-    // Serializing a `Value` cannot fail.
+    // Serializing plain data (JSON values, strings) into a counter cannot fail.
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
 
-/// Checks an expiry against the provider's "now".
+/// Checks an expiry against the provider's "now", both in microseconds since the Unix epoch.
 ///
 /// # Errors
 /// [`MemoryError::Invalid`] naming `expires_at`.
-pub fn expires_at(expires_at: Timestamp, now: Timestamp) -> Result<()> {
-    if expires_at <= now {
+pub fn expires_at(expires_at_micros: i64, now_micros: i64) -> Result<()> {
+    if expires_at_micros <= now_micros {
         return Err(MemoryError::invalid("expires_at", "must be in the future"));
-    }
-    Ok(())
-}
-
-/// Checks everything about a `put`: key, content, metadata, source, expiry and the expected
-/// revision. `now` is the provider's current instant (its injected clock, or the system clock
-/// for providers whose datastore keeps time).
-///
-/// # Errors
-/// [`MemoryError::Invalid`] naming the first field at fault.
-pub fn put(key_value: &str, write: &MemoryWrite, now: Timestamp) -> Result<()> {
-    key(key_value)?;
-    content(write.content())?;
-    metadata_and_source(write.metadata_value(), write.source_value())?;
-    if let Some(at) = write.expiry_value() {
-        expires_at(at, now)?;
     }
     Ok(())
 }
@@ -238,24 +209,6 @@ pub fn limit(limit: usize) -> Result<()> {
         return Err(MemoryError::invalid("limit", format!("must be 1 to {MAX_PAGE_LIMIT}")));
     }
     Ok(())
-}
-
-/// Checks a page request over one scope's keys and returns its limit and the key it continues
-/// after.
-///
-/// # Errors
-/// [`MemoryError::Invalid`] naming `limit` or `cursor`.
-pub fn key_page(
-    kind: CursorKind,
-    scope: &MemoryScope,
-    page: &PageRequest,
-) -> Result<(usize, Option<String>)> {
-    limit(page.limit)?;
-    let after = match &page.after {
-        Some(cursor) => Some(cursor.position(kind, scope)?),
-        None => None,
-    };
-    Ok((page.limit, after))
 }
 
 /// Checks a search query.
@@ -284,25 +237,6 @@ pub fn user(application_id: &str, user_id: &str) -> Result<()> {
     id("user_id", user_id)
 }
 
-/// Checks a page request over one application user's namespaces and returns its limit and the
-/// namespace it continues after (empty for the default namespace).
-///
-/// # Errors
-/// [`MemoryError::Invalid`] naming `application_id`, `user_id`, `limit` or `cursor`.
-pub fn namespace_page(
-    application_id: &str,
-    user_id: &str,
-    page: &PageRequest,
-) -> Result<(usize, Option<String>)> {
-    user(application_id, user_id)?;
-    limit(page.limit)?;
-    let after = match &page.after {
-        Some(cursor) => Some(cursor.namespace_position(application_id, user_id)?),
-        None => None,
-    };
-    Ok((page.limit, after))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,22 +259,23 @@ mod tests {
         for _ in 0..200 {
             deep = json!([deep]);
         }
-        let err = metadata_and_source(&json!({ "a": deep }), &Source::default()).unwrap_err();
+        let err = metadata(&json!({ "a": deep })).unwrap_err();
         assert!(err.to_string().contains("nested"));
         let mut ok = json!(1);
         for _ in 0..(MAX_METADATA_DEPTH - 1) {
             ok = json!([ok]);
         }
-        assert!(metadata_and_source(&json!({ "a": ok }), &Source::default()).is_ok());
+        assert!(metadata(&json!({ "a": ok })).is_ok());
     }
 
     #[test]
     fn metadata_and_source_share_one_budget() {
         let big = "x".repeat(MAX_METADATA_SOURCE_BYTES - 20);
         let meta = json!({ "k": big });
-        assert!(metadata_and_source(&meta, &Source::default()).is_ok());
-        let err =
-            metadata_and_source(&meta, &Source::default().agent("agent-with-a-name")).unwrap_err();
+        let meta_bytes = metadata(&meta).unwrap();
+        assert!(metadata_budget(meta_bytes).is_ok());
+        let source_bytes = compact_json_len(&json!({"agent": "agent-with-a-name"}));
+        let err = metadata_budget(meta_bytes + source_bytes).unwrap_err();
         assert!(matches!(err, MemoryError::Invalid { field: "metadata", .. }));
     }
 }

@@ -2,10 +2,13 @@
 
 use serde_json::Value;
 
+use crate::error::Result;
 use crate::record::{Revision, Source};
 use crate::time::Timestamp;
+use crate::validation;
 
-/// When a [`put`](crate::MemoryStore::put) may write.
+/// When a [`put`](crate::MemoryStore::put) may write; providers read it from
+/// [`WriteParts::condition`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum WriteCondition {
     /// Insert or replace, whatever is stored.
@@ -20,19 +23,24 @@ pub enum WriteCondition {
 /// The content and options of one [`put`](crate::MemoryStore::put).
 ///
 /// ```
-/// use agent_memory::{MemoryWrite, Source, Timestamp, WriteCondition};
+/// use agent_memory::{MemoryWrite, Source};
 /// use serde_json::json;
 ///
 /// let write = MemoryWrite::new("Prefers metric units")
 ///     .metadata(json!({"category": "preferences"}))
 ///     .source(Source::default().session("s-1"))
 ///     .create_only();
-/// assert_eq!(write.condition(), &WriteCondition::CreateOnly);
+/// assert!(write.is_create_only());
+/// assert_eq!(write.source_ref().session_id.as_deref(), Some("s-1"));
 /// ```
 ///
-/// The builder does not check anything; `put` validates the whole write before any I/O.
-/// Setting [`expected_revision`](Self::expected_revision) and [`create_only`](Self::create_only)
-/// on one write keeps the one set last.
+/// The builder methods (`metadata`, `expires_at`, `expires_at_opt`, `expected_revision`,
+/// `create_only`, `source`) take `self` and return the changed write; the readers (`content`,
+/// `metadata_ref`, `expiry`, `source_ref`, `is_create_only`, `expected`) borrow it. No name is
+/// both. The builder does not check anything; `put` validates the whole write
+/// ([`validate`](Self::validate)) before any I/O. Setting
+/// [`expected_revision`](Self::expected_revision) and [`create_only`](Self::create_only) on one
+/// write keeps the one set last.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryWrite {
     content: String,
@@ -66,8 +74,8 @@ impl MemoryWrite {
         self
     }
 
-    /// Sets or clears the expiry.
-    pub fn expiry(mut self, expires_at: Option<Timestamp>) -> Self {
+    /// Sets the expiry when `expires_at` is `Some`, clears it when `None`.
+    pub fn expires_at_opt(mut self, expires_at: Option<Timestamp>) -> Self {
         self.expires_at = expires_at;
         self
     }
@@ -86,12 +94,6 @@ impl MemoryWrite {
         self
     }
 
-    /// Sets the condition directly.
-    pub fn condition_is(mut self, condition: WriteCondition) -> Self {
-        self.condition = condition;
-        self
-    }
-
     /// Records where the write came from.
     pub fn source(mut self, source: Source) -> Self {
         self.source = source;
@@ -104,26 +106,60 @@ impl MemoryWrite {
     }
 
     /// The metadata to write (an object, once validated).
-    pub fn metadata_value(&self) -> &Value {
+    pub fn metadata_ref(&self) -> &Value {
         &self.metadata
     }
 
-    /// The expiry to write.
-    pub fn expiry_value(&self) -> Option<Timestamp> {
+    /// The expiry to write, if any.
+    pub fn expiry(&self) -> Option<Timestamp> {
         self.expires_at
     }
 
-    /// The condition of the write.
-    pub fn condition(&self) -> &WriteCondition {
-        &self.condition
+    /// True when the write is [`create_only`](Self::create_only).
+    pub fn is_create_only(&self) -> bool {
+        self.condition == WriteCondition::CreateOnly
+    }
+
+    /// The revision the write expects, when it is a compare-and-set.
+    pub fn expected(&self) -> Option<&Revision> {
+        match &self.condition {
+            WriteCondition::Revision(revision) => Some(revision),
+            WriteCondition::Always | WriteCondition::CreateOnly => None,
+        }
     }
 
     /// The provenance to write.
-    pub fn source_value(&self) -> &Source {
+    pub fn source_ref(&self) -> &Source {
         &self.source
     }
 
-    /// Splits the write into its parts, for providers.
+    /// Checks the whole write for `key`: the key, content, metadata, source and expiry, in that
+    /// order. `now` is the provider's current instant (its injected clock, or the system clock
+    /// for providers whose datastore keeps time). Every provider calls this before any I/O.
+    ///
+    /// ```
+    /// use agent_memory::{MemoryError, MemoryWrite, Timestamp};
+    ///
+    /// assert!(MemoryWrite::new("fine").validate("key", Timestamp::now()).is_ok());
+    /// let err = MemoryWrite::new("fine").validate("", Timestamp::now()).unwrap_err();
+    /// assert!(matches!(err, MemoryError::Invalid { field: "key", .. }));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](crate::MemoryError::Invalid) naming the first field at fault.
+    pub fn validate(&self, key: &str, now: Timestamp) -> Result<()> {
+        validation::key(key)?;
+        validation::content(&self.content)?;
+        let metadata_bytes = validation::metadata(&self.metadata)?;
+        self.source.validate()?;
+        validation::metadata_budget(metadata_bytes + self.source.budget_bytes())?;
+        if let Some(at) = self.expires_at {
+            validation::expires_at(at.as_micros(), now.as_micros())?;
+        }
+        Ok(())
+    }
+
+    /// Splits the write into its parts, for providers (see [`crate::provider`]).
     pub fn into_parts(self) -> WriteParts {
         WriteParts {
             content: self.content,

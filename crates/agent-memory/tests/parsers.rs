@@ -4,8 +4,9 @@
 //!
 //! `AGENT_MEMORY_FUZZ_CASES` raises the case count (default 2,000 per property).
 
+use agent_memory::provider::{key_cursor, CursorKind};
 use agent_memory::{
-    validation, Cursor, CursorKind, MemoryError, MemoryRecord, MemoryScope, MemoryWrite, Revision,
+    validation, Cursor, MemoryError, MemoryRecord, MemoryScope, MemoryWrite, PageRequest, Revision,
     Source, Timestamp,
 };
 use proptest::prelude::*;
@@ -38,8 +39,9 @@ proptest! {
         invalid_or_ok(Cursor::parse(&token))?;
         if let Ok(cursor) = Cursor::parse(&token) {
             let scope = MemoryScope::new("app", "user").unwrap();
-            invalid_or_ok(cursor.position(CursorKind::List, &scope))?;
-            invalid_or_ok(cursor.namespace_position("app", "user"))?;
+            let page = PageRequest::default().after(cursor);
+            invalid_or_ok(page.key_page(CursorKind::List, &scope))?;
+            invalid_or_ok(page.namespace_page("app", "user"))?;
         }
     }
 
@@ -49,20 +51,23 @@ proptest! {
         let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
         if let Ok(cursor) = Cursor::parse(&token) {
             let scope = MemoryScope::new("app", "user").unwrap();
-            invalid_or_ok(cursor.position(CursorKind::Search, &scope))?;
+            invalid_or_ok(PageRequest::default().after(cursor).key_page(CursorKind::Search, &scope))?;
         }
     }
 
     #[test]
     fn cursors_round_trip_only_in_their_own_scope(key in "[^\\x00-\\x1f\\x7f-\\x9f]{1,60}", user in "[a-z:{}%]{1,10}") {
         let scope = MemoryScope::new("app", user.clone()).unwrap();
-        let cursor = Cursor::for_scope(CursorKind::List, &scope, &key);
-        prop_assert_eq!(cursor.position(CursorKind::List, &scope).unwrap(), key.clone());
+        let position = |cursor: &Cursor, kind, scope: &MemoryScope| {
+            PageRequest::default().after(cursor.clone()).key_page(kind, scope).map(|page| page.after)
+        };
+        let cursor = key_cursor(CursorKind::List, &scope, &key);
+        prop_assert_eq!(position(&cursor, CursorKind::List, &scope).unwrap(), Some(key.clone()));
         let reparsed = Cursor::parse(cursor.as_str()).unwrap();
-        prop_assert_eq!(reparsed.position(CursorKind::List, &scope).unwrap(), key);
+        prop_assert_eq!(position(&reparsed, CursorKind::List, &scope).unwrap(), Some(key));
         let other = MemoryScope::new("app", format!("{user}x")).unwrap();
-        prop_assert!(cursor.position(CursorKind::List, &other).is_err());
-        prop_assert!(cursor.position(CursorKind::Search, &scope).is_err());
+        prop_assert!(position(&cursor, CursorKind::List, &other).is_err());
+        prop_assert!(position(&cursor, CursorKind::Search, &scope).is_err());
     }
 
     #[test]
@@ -77,7 +82,7 @@ proptest! {
             invalid_or_ok(scope.with_namespace(text.clone()))?;
         }
         let write = MemoryWrite::new(text.clone()).source(Source::default().agent(text.clone()));
-        invalid_or_ok(validation::put(&text, &write, Timestamp::now()))?;
+        invalid_or_ok(write.validate(&text, Timestamp::now()))?;
         // Accepted text never carries NUL, which PostgreSQL could not store.
         if validation::key(&text).is_ok() || validation::content(&text).is_ok() {
             prop_assert!(!text.contains('\0'));
@@ -91,7 +96,7 @@ proptest! {
 
     #[test]
     fn any_json_metadata_is_accepted_or_invalid(json in arb_json()) {
-        invalid_or_ok(validation::metadata_and_source(&json, &Source::default()))?;
+        invalid_or_ok(validation::metadata(&json).and_then(validation::metadata_budget))?;
     }
 
     #[test]

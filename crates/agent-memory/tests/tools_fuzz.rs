@@ -13,10 +13,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use agent_memory::provider::CursorKind;
 use agent_memory::tools::{self, ToolError, ToolErrorKind};
 use agent_memory::{
-    Cursor, CursorKind, Facts, InMemoryStore, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
-    PageRequest, ScopedMemory,
+    Facts, InMemoryStore, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, PageRequest,
+    ScopedMemory,
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -182,7 +183,7 @@ fn cursor_text() -> impl Strategy<Value = String> {
     (prop::sample::select(kinds), 0usize..3, "[a-z0-9]{0,4}").prop_map(move |(kind, which, at)| {
         let scope = [&bound, &victim, &facts][which];
         let at = if at.is_empty() { "k".to_owned() } else { at };
-        Cursor::for_scope(kind, scope, &at).as_str().to_owned()
+        agent_memory::provider::key_cursor(kind, scope, &at).as_str().to_owned()
     })
 }
 

@@ -13,6 +13,7 @@ use super::support::{
 use crate::conformance::Harness;
 use crate::error::MemoryError;
 use crate::page::{Cursor, CursorKind, PageRequest};
+use crate::provider::{key_cursor, namespace_cursor};
 use crate::record::{MemoryRecord, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -514,7 +515,7 @@ fn flip(token: &str, index: usize) -> String {
         .collect()
 }
 
-/// Cursors forged with [`Cursor::for_scope`] and [`Cursor::for_user`] for another scope, user or
+/// Cursors forged with [`key_cursor`](crate::provider::key_cursor) and [`namespace_cursor`](crate::provider::namespace_cursor) for another scope, user or
 /// operation, and real tokens with a garbled header, are `Invalid` for every paged operation.
 /// Tokens garbled only in their position name a position of the same scope at most: they never
 /// return another scope's records. Nothing is purged or changed by any of them.
@@ -538,7 +539,7 @@ pub async fn forged_and_garbled_cursors_are_invalid(h: Harness) {
 
     for other in &neighbours {
         for kind in kinds {
-            let forged = Cursor::for_scope(kind, other, "k1");
+            let forged = key_cursor(kind, other, "k1");
             expect_cursor_refused(
                 h.store(),
                 &mine,
@@ -548,7 +549,7 @@ pub async fn forged_and_garbled_cursors_are_invalid(h: Harness) {
             )
             .await;
         }
-        let forged = Cursor::for_user(other.application_id(), other.user_id(), "");
+        let forged = namespace_cursor(other.application_id(), other.user_id(), "");
         if (other.application_id(), other.user_id()) != (mine.application_id(), mine.user_id()) {
             expect_cursor_refused(
                 h.store(),
@@ -561,7 +562,7 @@ pub async fn forged_and_garbled_cursors_are_invalid(h: Harness) {
         }
     }
     for kind in kinds {
-        let own = Cursor::for_scope(kind, &mine, "k1");
+        let own = key_cursor(kind, &mine, "k1");
         expect_cursor_refused(
             h.store(),
             &mine,
@@ -571,7 +572,7 @@ pub async fn forged_and_garbled_cursors_are_invalid(h: Harness) {
         )
         .await;
     }
-    let own_namespaces = Cursor::for_user(h.app(), "user-1", "");
+    let own_namespaces = namespace_cursor(h.app(), "user-1", "");
     expect_cursor_refused(
         h.store(),
         &mine,
@@ -582,7 +583,7 @@ pub async fn forged_and_garbled_cursors_are_invalid(h: Harness) {
     .await;
 
     // A cursor forged for its own scope names a position there, and nothing more.
-    let forged_here = Cursor::for_scope(CursorKind::List, &mine, "k1");
+    let forged_here = key_cursor(CursorKind::List, &mine, "k1");
     let page = h.store().list(&mine, PageRequest::new(100).after(forged_here)).await.expect("list");
     assert_eq!(keys(&page.items), ["k2", "k3", "k4"], "a cursor forged for its own scope");
     assert!(page.items.iter().all(|r| r.scope == mine), "only the scope's own records");

@@ -4,6 +4,7 @@
 use super::support::{byte_sorted, expect_invalid, keys, list_all, put};
 use crate::conformance::Harness;
 use crate::page::{Cursor, CursorKind, PageRequest};
+use crate::provider::{key_cursor, namespace_cursor};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 
@@ -202,7 +203,7 @@ pub async fn malformed_cursors_are_invalid(h: Harness) {
     ];
     for (what, position) in impossible {
         let store = h.store();
-        let for_kind = |kind| Cursor::for_scope(kind, &scope, &position);
+        let for_kind = |kind| key_cursor(kind, &scope, &position);
         expect_invalid(
             store.list(&scope, PageRequest::new(5).after(for_kind(CursorKind::List))).await,
             "cursor",
@@ -223,7 +224,7 @@ pub async fn malformed_cursors_are_invalid(h: Harness) {
             &format!("purge_expired with a cursor positioned at {what}"),
         );
     }
-    let bad_ns = Cursor::for_user(h.app(), "user-1", "a\u{7f}b");
+    let bad_ns = namespace_cursor(h.app(), "user-1", "a\u{7f}b");
     expect_invalid(
         h.store().list_namespaces(h.app(), "user-1", PageRequest::new(5).after(bad_ns)).await,
         "cursor",

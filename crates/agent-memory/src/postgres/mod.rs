@@ -155,7 +155,8 @@ use tokio_postgres::{NoTls, Row, Statement};
 use self::error::{storage, CorruptRow, PROVIDER};
 use self::schema::{Names, Statements};
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -693,7 +694,7 @@ impl MemoryStore for PostgresMemoryStore {
         key: &str,
         write: MemoryWrite,
     ) -> Result<MemoryRecord> {
-        validation::put(key, &write, Timestamp::now())?;
+        write.validate(key, Timestamp::now())?;
         let parts = write.into_parts();
         let client = self.client().await?;
         let metadata = Value::Object(parts.metadata);
@@ -753,20 +754,17 @@ impl MemoryStore for PostgresMemoryStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        let (limit, after) = validation::key_page(CursorKind::List, scope, &page)?;
+        let page = page.key_page(CursorKind::List, scope)?;
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let after = after.unwrap_or_default();
-        let fetch = limit_param(limit + 1);
+        let after = page.after.as_deref().unwrap_or_default();
+        let fetch = limit_param(page.limit + 1);
         let rows = client.query(&self.sql.list, &[&app, &user, &ns, &after, &fetch]).await?;
-        let more = rows.len() > limit;
-        let items =
-            rows.iter().take(limit).map(|row| record(scope, row)).collect::<Result<Vec<_>>>()?;
-        let next_cursor = match items.last() {
-            Some(last) if more => Some(Cursor::for_scope(CursorKind::List, scope, &last.key)),
-            _ => None,
-        };
-        Ok(MemoryPage { items, next_cursor })
+        let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
+        for row in rows.iter().take(page.limit) {
+            reply.push(record(scope, row)?);
+        }
+        Ok(reply.finish(rows.len() > page.limit))
     }
 
     async fn search(
@@ -776,10 +774,11 @@ impl MemoryStore for PostgresMemoryStore {
         page: PageRequest,
     ) -> Result<MemoryPage> {
         validation::query(query_text)?;
-        let (limit, after) = validation::key_page(CursorKind::Search, scope, &page)?;
+        let page = page.key_page(CursorKind::Search, scope)?;
+        let limit = page.limit;
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let after = after.unwrap_or_default();
+        let after = page.after.unwrap_or_default();
         let scan = limit_param(self.options.search_scan_limit);
         let matches = limit_param(limit + 1);
         let params: [&(dyn ToSql + Sync); 7] =
@@ -797,12 +796,12 @@ impl MemoryStore for PostgresMemoryStore {
         };
         let next_cursor = if hits.len() > limit {
             hits.truncate(limit);
-            hits.last().map(|last| Cursor::for_scope(CursorKind::Search, scope, &last.key))
+            hits.last().map(|last| key_cursor(CursorKind::Search, scope, &last.key))
         } else if scanned >= scan {
             // The bound was reached: continue after the last key inspected.
             match rows.last() {
                 Some(row) => {
-                    Some(Cursor::for_scope(CursorKind::Search, scope, &column::<String>(row, 0)?))
+                    Some(key_cursor(CursorKind::Search, scope, &column::<String>(row, 0)?))
                 }
                 None => None,
             }
@@ -866,31 +865,16 @@ impl MemoryStore for PostgresMemoryStore {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage> {
-        let (limit, after) = validation::namespace_page(application_id, user_id, &page)?;
-        let base = MemoryScope::new(application_id, user_id)?;
+        let page = page.namespace_page(application_id, user_id)?;
         let client = self.client().await?;
-        let (sql, start) = match &after {
+        let (sql, start) = match &page.after {
             None => (&self.sql.namespaces_first, ""),
             Some(after) => (&self.sql.namespaces_after, after.as_str()),
         };
-        let fetch = limit_param(limit + 1);
+        let fetch = limit_param(page.limit + 1);
         let rows = client.query(sql, &[&application_id, &user_id, &start, &fetch]).await?;
-        let mut names =
-            rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
-        let more = names.len() > limit;
-        names.truncate(limit);
-        let items = names
-            .iter()
-            .map(|name| match name.as_str() {
-                "" => Ok(base.clone()),
-                named => base.with_namespace(named).map_err(|_| corrupt("a namespace")),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = match names.last() {
-            Some(last) if more => Some(Cursor::for_user(application_id, user_id, last)),
-            _ => None,
-        };
-        Ok(NamespacePage { items, next_cursor })
+        let names = rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
+        provider::namespace_page(PROVIDER, application_id, user_id, page.limit, names)
     }
 
     async fn purge_expired(
@@ -898,19 +882,19 @@ impl MemoryStore for PostgresMemoryStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
+        let page = page.key_page(CursorKind::Purge, scope)?;
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let after = after.unwrap_or_default();
-        let inspect = limit_param(limit);
-        let probe = limit_param(limit + 1);
+        let after = page.after.unwrap_or_default();
+        let inspect = limit_param(page.limit);
+        let probe = limit_param(page.limit + 1);
         let params: [&(dyn ToSql + Sync); 6] = [&app, &user, &ns, &after, &inspect, &probe];
         let row = client.query_one(&self.sql.purge, &params).await?;
         let deleted: i64 = column(&row, 0)?;
         let last: Option<String> = column(&row, 1)?;
         let more: bool = column(&row, 2)?;
         let next_cursor = match last {
-            Some(last) if more => Some(Cursor::for_scope(CursorKind::Purge, scope, &last)),
+            Some(last) if more => Some(key_cursor(CursorKind::Purge, scope, &last)),
             _ => None,
         };
         Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(0), next_cursor })

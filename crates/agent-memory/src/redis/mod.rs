@@ -151,7 +151,8 @@ pub use durability::DurabilityReport;
 use self::error::{did_not_run, malformed_record, storage, unexpected_reply, PROVIDER};
 use self::keys::{floor_key, hex, namespaces_key, unhex, user_prefix, ScopeKeys};
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::{self, key_cursor};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -544,7 +545,8 @@ impl RedisMemoryStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        let (limit, after) = validation::key_page(kind, scope, &page)?;
+        let page = page.key_page(kind, scope)?;
+        let (limit, after) = (page.limit, page.after);
         let keys = ScopeKeys::new(scope);
         let budget = if kind == CursorKind::Search {
             self.options.search_scan
@@ -571,7 +573,7 @@ impl RedisMemoryStore {
         }
         Ok(MemoryPage {
             items: records,
-            next_cursor: cursor.map(|position| Cursor::for_scope(kind, scope, &position)),
+            next_cursor: cursor.map(|position| key_cursor(kind, scope, &position)),
         })
     }
 
@@ -799,7 +801,7 @@ impl MemoryStore for RedisMemoryStore {
         key: &str,
         write: MemoryWrite,
     ) -> Result<MemoryRecord> {
-        validation::put(key, &write, Timestamp::now())?;
+        write.validate(key, Timestamp::now())?;
         let keys = ScopeKeys::new(scope);
         let parts = write.into_parts();
         let source = if parts.source.is_empty() {
@@ -935,37 +937,27 @@ impl MemoryStore for RedisMemoryStore {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage> {
-        let (limit, after) = validation::namespace_page(application_id, user_id, &page)?;
-        let base = MemoryScope::new(application_id, user_id)?;
+        let page = page.namespace_page(application_id, user_id)?;
         let prefix = user_prefix(application_id, user_id);
-        let after_hex = after.map(|ns| hex(ns.as_bytes()));
+        let after_hex = page.after.map(|ns| hex(ns.as_bytes()));
         let mut call = Call::new(&SCRIPTS.namespaces, 1);
         call.arg(namespaces_key(&prefix))
             .arg(lower_bound(after_hex.as_deref().map(str::as_bytes)))
-            .arg(limit + 1);
+            .arg(page.limit + 1);
         let Value::Array(members) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
-        let more = members.len() > limit;
-        let mut names = Vec::with_capacity(limit.min(members.len()));
-        for member in members.into_iter().take(limit) {
-            let Value::BulkString(encoded) = member else {
-                return Err(unexpected_reply());
-            };
-            let raw = unhex(&encoded).ok_or_else(malformed_record)?;
-            names.push(String::from_utf8(raw).map_err(|_| malformed_record())?);
-        }
-        let items = names
-            .iter()
-            .map(|name| match name.as_str() {
-                "" => Ok(base.clone()),
-                named => base.with_namespace(named).map_err(|_| malformed_record()),
+        let names = members
+            .into_iter()
+            .map(|member| {
+                let Value::BulkString(encoded) = member else {
+                    return Err(unexpected_reply());
+                };
+                let raw = unhex(&encoded).ok_or_else(malformed_record)?;
+                String::from_utf8(raw).map_err(|_| malformed_record())
             })
             .collect::<Result<Vec<_>>>()?;
-        let next_cursor = more.then(|| {
-            Cursor::for_user(application_id, user_id, names.last().map_or("", String::as_str))
-        });
-        Ok(NamespacePage { items, next_cursor })
+        provider::namespace_page(PROVIDER, application_id, user_id, page.limit, names)
     }
 
     async fn purge_expired(
@@ -973,7 +965,8 @@ impl MemoryStore for RedisMemoryStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
+        let page = page.key_page(CursorKind::Purge, scope)?;
+        let (limit, after) = (page.limit, page.after);
         let keys = ScopeKeys::new(scope);
         let mut call = Call::new(&SCRIPTS.purge, 3);
         call.arg(keys.index())
@@ -988,8 +981,8 @@ impl MemoryStore for RedisMemoryStore {
         };
         let [deleted, cursor] = <[Value; 2]>::try_from(reply).map_err(|_| unexpected_reply())?;
         let deleted = u64::try_from(int(&deleted)?).map_err(|_| unexpected_reply())?;
-        let next_cursor = opt_text(cursor)?
-            .map(|position| Cursor::for_scope(CursorKind::Purge, scope, &position));
+        let next_cursor =
+            opt_text(cursor)?.map(|position| key_cursor(CursorKind::Purge, scope, &position));
         Ok(MemoryCleanupPage { deleted, next_cursor })
     }
 }

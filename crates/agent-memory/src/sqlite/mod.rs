@@ -489,7 +489,7 @@ impl MemoryStore for SqliteMemoryStore {
         write: MemoryWrite,
     ) -> Result<MemoryRecord> {
         let now = self.clock.now();
-        validation::put(key, &write, now)?;
+        write.validate(key, now)?;
         let (scope, key, parts) = (scope.clone(), key.to_owned(), write.into_parts());
         self.writing(move |conn| ops::put(conn, &scope, &key, parts, now)).await
     }
@@ -502,10 +502,10 @@ impl MemoryStore for SqliteMemoryStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        let (limit, after) = validation::key_page(CursorKind::List, scope, &page)?;
+        let page = page.key_page(CursorKind::List, scope)?;
         let now = self.clock.now();
         let scope = scope.clone();
-        self.reading(move |conn| ops::list(conn, &scope, after.as_deref(), limit, now)).await
+        self.reading(move |conn| ops::list(conn, &scope, &page, now)).await
     }
 
     async fn search(
@@ -515,11 +515,10 @@ impl MemoryStore for SqliteMemoryStore {
         page: PageRequest,
     ) -> Result<MemoryPage> {
         validation::query(query)?;
-        let (limit, after) = validation::key_page(CursorKind::Search, scope, &page)?;
+        let page = page.key_page(CursorKind::Search, scope)?;
         let now = self.clock.now();
         let (scope, query) = (scope.clone(), query.to_owned());
-        self.reading(move |conn| ops::search(conn, &scope, &query, after.as_deref(), limit, now))
-            .await
+        self.reading(move |conn| ops::search(conn, &scope, &query, &page, now)).await
     }
 
     async fn delete(
@@ -565,10 +564,9 @@ impl MemoryStore for SqliteMemoryStore {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage> {
-        let (limit, after) = validation::namespace_page(application_id, user_id, &page)?;
+        let page = page.namespace_page(application_id, user_id)?;
         let (app, user) = (application_id.to_owned(), user_id.to_owned());
-        self.reading(move |conn| ops::list_namespaces(conn, &app, &user, after.as_deref(), limit))
-            .await
+        self.reading(move |conn| ops::list_namespaces(conn, &app, &user, &page)).await
     }
 
     async fn purge_expired(
@@ -576,10 +574,9 @@ impl MemoryStore for SqliteMemoryStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        let (limit, after) = validation::key_page(CursorKind::Purge, scope, &page)?;
+        let page = page.key_page(CursorKind::Purge, scope)?;
         let now = self.clock.now();
         let scope = scope.clone();
-        self.writing(move |conn| ops::purge_expired(conn, &scope, after.as_deref(), limit, now))
-            .await
+        self.writing(move |conn| ops::purge_expired(conn, &scope, &page, now)).await
     }
 }

@@ -11,7 +11,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use super::error::{detected, storage_with, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage};
+use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage};
+use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::time::Timestamp;
@@ -221,8 +222,7 @@ pub(super) fn get(
 pub(super) fn list(
     conn: &Connection,
     scope: &MemoryScope,
-    after: Option<&str>,
-    limit: usize,
+    page: &KeyPage,
     now: Timestamp,
 ) -> Result<MemoryPage> {
     let what = "listing records failed";
@@ -244,24 +244,18 @@ pub(super) fn list(
             scope.application_id(),
             scope.user_id(),
             scope.namespace_or_empty(),
-            after.unwrap_or(""),
+            page.after.as_deref().unwrap_or(""),
             now.as_micros(),
         ])
         .map_err(storage_with(what))?;
-    let mut items = Vec::with_capacity(limit);
-    let mut more = false;
+    let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
     while let Some(row) = rows.next().map_err(storage_with(what))? {
-        if items.len() == limit {
-            more = true;
-            break;
+        if reply.is_full() {
+            return Ok(reply.finish(true));
         }
-        items.push(decode(row, scope)?);
+        reply.push(decode(row, scope)?);
     }
-    let next_cursor = match items.last() {
-        Some(last) if more => Some(Cursor::for_scope(CursorKind::List, scope, &last.key)),
-        _ => None,
-    };
-    Ok(MemoryPage { items, next_cursor })
+    Ok(reply.finish(false))
 }
 
 /// Pages live records containing `query`, inspecting at most [`SEARCH_SCAN_LIMIT`] keys.
@@ -269,10 +263,10 @@ pub(super) fn search(
     conn: &Connection,
     scope: &MemoryScope,
     query: &str,
-    after: Option<&str>,
-    limit: usize,
+    page: &KeyPage,
     now: Timestamp,
 ) -> Result<MemoryPage> {
+    let limit = page.limit;
     let what = "searching records failed";
     // `instr` compares the UTF-8 bytes exactly: a literal, case-sensitive match in which no
     // character is special. Only matching rows have their other columns read.
@@ -291,7 +285,7 @@ pub(super) fn search(
             scope.application_id(),
             scope.user_id(),
             scope.namespace_or_empty(),
-            after.unwrap_or(""),
+            page.after.as_deref().unwrap_or(""),
             query,
             now.as_micros(),
         ])
@@ -321,7 +315,7 @@ pub(super) fn search(
             last_inspected = Some(row.get(0).map_err(storage_with(what))?);
         }
     }
-    let next_cursor = position.map(|key| Cursor::for_scope(CursorKind::Search, scope, &key));
+    let next_cursor = position.map(|key| key_cursor(CursorKind::Search, scope, &key));
     Ok(MemoryPage { items, next_cursor })
 }
 
@@ -436,11 +430,9 @@ pub(super) fn list_namespaces(
     conn: &Connection,
     app: &str,
     user: &str,
-    after: Option<&str>,
-    limit: usize,
+    page: &NamePage,
 ) -> Result<NamespacePage> {
     let what = "listing namespaces failed";
-    let base = MemoryScope::new(app, user)?;
     let mut first = conn
         .prepare_cached(
             "SELECT namespace FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
@@ -453,9 +445,9 @@ pub(super) fn list_namespaces(
              AND namespace > ?3 ORDER BY namespace LIMIT 1",
         )
         .map_err(storage_with(what))?;
-    let mut names: Vec<String> = Vec::with_capacity(limit + 1);
-    let mut position = after.map(str::to_owned);
-    while names.len() <= limit {
+    let mut names: Vec<String> = Vec::with_capacity(page.limit + 1);
+    let mut position = page.after.clone();
+    while names.len() <= page.limit {
         let found: Option<String> = match &position {
             // The default namespace is "", the smallest name: a first page starts there.
             None => first.query_row(params![app, user, ""], |row| row.get(0)),
@@ -467,34 +459,18 @@ pub(super) fn list_namespaces(
         position = Some(name.clone());
         names.push(name);
     }
-    let more = names.len() > limit;
-    names.truncate(limit);
-    let items = names
-        .iter()
-        .map(|name| match name.as_str() {
-            "" => Ok(base.clone()),
-            named => {
-                base.with_namespace(named).map_err(|_| detected("a stored namespace is unreadable"))
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let next_cursor = match names.last() {
-        Some(last) if more => Some(Cursor::for_user(app, user, last)),
-        _ => None,
-    };
-    Ok(NamespacePage { items, next_cursor })
+    provider::namespace_page(PROVIDER, app, user, page.limit, names)
 }
 
 /// Inspects at most `limit` keys after `after` and removes the expired ones among them.
 pub(super) fn purge_expired(
     conn: &Connection,
     scope: &MemoryScope,
-    after: Option<&str>,
-    limit: usize,
+    page: &KeyPage,
     now: Timestamp,
 ) -> Result<MemoryCleanupPage> {
     let what = "purging expired records failed";
-    let after = after.unwrap_or("");
+    let (after, limit) = (page.after.as_deref().unwrap_or(""), page.limit);
     let keys: Vec<String> = conn
         .prepare_cached(
             "SELECT key FROM memory_records \
@@ -531,7 +507,7 @@ pub(super) fn purge_expired(
             ])
         })
         .map_err(storage_with(what))?;
-    let next_cursor = more.then(|| Cursor::for_scope(CursorKind::Purge, scope, last));
+    let next_cursor = more.then(|| key_cursor(CursorKind::Purge, scope, last));
     Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })
 }
 

@@ -227,7 +227,7 @@ impl Runner<'_> {
                     let ahead = if self.manual { u64::from(s) } else { 3600 * u64::from(s) };
                     now.saturating_add(Duration::from_secs(ahead))
                 });
-                let mut write = MemoryWrite::new(CONTENTS[content]).expiry(expires_at);
+                let mut write = MemoryWrite::new(CONTENTS[content]).expires_at_opt(expires_at);
                 let expected = self.pick_revision(scope, key, cond);
                 match cond {
                     Cond::CreateOnly => write = write.create_only(),

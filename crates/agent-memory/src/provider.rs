@@ -1,0 +1,168 @@
+//! Building blocks for writing a provider: what every provider in this crate uses, public so a
+//! provider outside it uses exactly the same.
+//!
+//! A provider implements [`MemoryStore`](crate::MemoryStore) and, in each method, first checks
+//! its input with the shared rules, then runs one atomic operation in its datastore, then
+//! builds the reply with the helpers here:
+//!
+//! | step | use |
+//! | --- | --- |
+//! | check a `put` | [`MemoryWrite::validate`](crate::MemoryWrite::validate), then [`MemoryWrite::into_parts`](crate::MemoryWrite::into_parts) for the [`WriteParts`] and their [`WriteCondition`] |
+//! | check a key, a query, ids | [`validation::key`](crate::validation::key), [`validation::query`](crate::validation::query), [`validation::user`](crate::validation::user) |
+//! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`] |
+//! | check a page of namespaces | [`PageRequest::namespace_page`](crate::PageRequest::namespace_page), giving a [`NamePage`] |
+//! | reply with records | [`PageBuilder`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
+//! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
+//! | continue a bounded scan | [`key_cursor`] at the last key inspected |
+//! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
+//!
+//! Then run the conformance suite (feature `conformance`) against a real instance of the
+//! datastore; see the crate guide's "Writing a provider".
+//!
+//! ```
+//! use agent_memory::provider::{key_cursor, page_from_rows, CursorKind};
+//! use agent_memory::{MemoryRecord, MemoryScope, PageRequest};
+//! # fn decode(key: &str) -> agent_memory::Result<MemoryRecord> {
+//! #     Ok(serde_json::from_value(serde_json::json!({
+//! #         "scope": {"application_id": "app", "user_id": "user-1"}, "key": key,
+//! #         "content": "", "metadata": {}, "revision": "1", "created_at": 0.0,
+//! #         "updated_at": 0.0, "expires_at": null, "source": {}})).unwrap())
+//! # }
+//!
+//! let scope = MemoryScope::new("app", "user-1")?;
+//! let request = PageRequest::new(2).after(key_cursor(CursorKind::List, &scope, "a"));
+//! let page = request.key_page(CursorKind::List, &scope)?;
+//! assert_eq!(page.after.as_deref(), Some("a"));
+//!
+//! // The rows after "a" in key order, over-fetched by one: "d" only says that more follow.
+//! let rows = ["b", "c", "d"];
+//! let reply = page_from_rows(CursorKind::List, &scope, page.limit, rows, decode)?;
+//! assert_eq!(reply.items.len(), 2);
+//! let next = PageRequest::new(2).after(reply.next_cursor.expect("more follow"));
+//! assert_eq!(next.key_page(CursorKind::List, &scope)?.after.as_deref(), Some("c"));
+//! # Ok::<(), agent_memory::MemoryError>(())
+//! ```
+
+use crate::error::{MemoryError, Result};
+use crate::page::{Cursor, MemoryPage, NamespacePage};
+use crate::record::MemoryRecord;
+use crate::scope::MemoryScope;
+
+pub use crate::error::BoxError;
+pub use crate::page::{CursorKind, KeyPage, NamePage};
+pub use crate::write::{WriteCondition, WriteParts};
+
+/// A cursor for the operation `kind` in `scope`, continuing after the key `position`.
+pub fn key_cursor(kind: CursorKind, scope: &MemoryScope, position: &str) -> Cursor {
+    Cursor::for_scope(kind, scope, position)
+}
+
+/// A `list_namespaces` cursor for one application user, continuing after the namespace
+/// `position` (the empty string for the default namespace).
+pub fn namespace_cursor(application_id: &str, user_id: &str, position: &str) -> Cursor {
+    Cursor::for_user(application_id, user_id, position)
+}
+
+/// Collects one page of records read in ascending key order.
+///
+/// Read rows until [`is_full`](Self::is_full) says the page has its `limit`; then one more row
+/// (if the datastore has it) only tells that more follow: pass that to
+/// [`finish`](Self::finish), which puts the cursor after the page's last key. Reading one row
+/// past the limit ("over-fetching") is how every provider here knows whether a cursor is due
+/// without a second query.
+#[derive(Debug)]
+pub struct PageBuilder<'a> {
+    kind: CursorKind,
+    scope: &'a MemoryScope,
+    limit: usize,
+    items: Vec<MemoryRecord>,
+}
+
+impl<'a> PageBuilder<'a> {
+    /// An empty page of at most `limit` records for the operation `kind` in `scope`.
+    pub fn new(kind: CursorKind, scope: &'a MemoryScope, limit: usize) -> Self {
+        Self { kind, scope, limit, items: Vec::with_capacity(limit.min(128)) }
+    }
+
+    /// True once the page holds `limit` records.
+    pub fn is_full(&self) -> bool {
+        self.items.len() >= self.limit
+    }
+
+    /// Adds the next record in key order. A record offered to a full page is dropped: check
+    /// [`is_full`](Self::is_full) first, so it is never decoded.
+    pub fn push(&mut self, record: MemoryRecord) {
+        if !self.is_full() {
+            self.items.push(record);
+        }
+    }
+
+    /// The page; with `more` (a row followed the last one), a cursor after its last key.
+    pub fn finish(self, more: bool) -> MemoryPage {
+        let next_cursor = match self.items.last() {
+            Some(last) if more => Some(key_cursor(self.kind, self.scope, &last.key)),
+            _ => None,
+        };
+        MemoryPage { items: self.items, next_cursor }
+    }
+}
+
+/// A page from `rows` in ascending key order, over-fetched by one: the first `limit` rows are
+/// decoded into records, and a further row (only taken, never decoded) means more follow.
+///
+/// # Errors
+/// The first error `decode` returns.
+pub fn page_from_rows<R>(
+    kind: CursorKind,
+    scope: &MemoryScope,
+    limit: usize,
+    rows: impl IntoIterator<Item = R>,
+    mut decode: impl FnMut(R) -> Result<MemoryRecord>,
+) -> Result<MemoryPage> {
+    let mut page = PageBuilder::new(kind, scope, limit);
+    let mut rows = rows.into_iter();
+    for row in rows.by_ref() {
+        if page.is_full() {
+            return Ok(page.finish(true));
+        }
+        page.push(decode(row)?);
+    }
+    Ok(page.finish(false))
+}
+
+/// A page of one application user's namespaces from the stored names (the empty string for the
+/// default namespace) in ascending byte order, over-fetched by one: a name after the first
+/// `limit` means more follow.
+///
+/// # Errors
+/// [`Storage`](MemoryError::Storage) from `provider` when a stored name is not a valid
+/// namespace (the datastore holds something this crate could not have written).
+pub fn namespace_page(
+    provider: &'static str,
+    application_id: &str,
+    user_id: &str,
+    limit: usize,
+    names: impl IntoIterator<Item = String>,
+) -> Result<NamespacePage> {
+    let base = MemoryScope::new(application_id, user_id)?;
+    let mut names = names.into_iter();
+    let mut items = Vec::with_capacity(limit.min(128));
+    let mut last = None;
+    for name in names.by_ref().take(limit) {
+        let scope = match name.as_str() {
+            "" => base.clone(),
+            named => base.with_namespace(named).map_err(|_| {
+                MemoryError::storage(provider, "a stored namespace name is unreadable")
+            })?,
+        };
+        items.push(scope);
+        last = Some(name);
+    }
+    let next_cursor = match last {
+        Some(last) if names.next().is_some() => {
+            Some(namespace_cursor(application_id, user_id, &last))
+        }
+        _ => None,
+    };
+    Ok(NamespacePage { items, next_cursor })
+}
