@@ -210,7 +210,7 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if err.kind() == clap::error::ErrorKind::InvalidUtf8 => {
-            return report(&exit::CliError::Invalid(not_utf8()));
+            return report(&exit::CliError::invalid(not_utf8()));
         }
         Err(err) => err.exit(),
     };

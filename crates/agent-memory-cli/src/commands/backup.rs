@@ -105,7 +105,7 @@ async fn write_pages(
                 let page = store.list(scope, request).await?;
                 for record in &page.items {
                     serde_json::to_writer(&mut *sink, record)
-                        .map_err(|e| CliError::Failure(format!("cannot write the export: {e}")))?;
+                        .map_err(|e| CliError::failure(format!("cannot write the export: {e}")))?;
                     sink.write_all(b"\n")
                         .map_err(|e| CliError::io("cannot write the export", &e))?;
                     done.records += 1;
@@ -141,7 +141,7 @@ pub async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
             .map_err(|e| CliError::io(&format!("cannot read {}", path.display()), &e))?,
         None => {
             if std::io::stdin().is_terminal() {
-                return Err(CliError::Invalid(
+                return Err(CliError::invalid(
                     "import needs input: give a FILE or pipe JSON Lines to stdin".to_owned(),
                 ));
             }

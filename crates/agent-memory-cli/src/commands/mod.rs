@@ -111,7 +111,7 @@ async fn serve(store: Arc<dyn MemoryStore>, scope: MemoryScope, tools: ToolSet) 
     tracing::info!(?scope, ?tools, "serving MCP on stdio");
     crate::mcp::serve(store, scope, tools)
         .await
-        .map_err(|err| CliError::Failure(format!("the MCP server stopped: {err}")))
+        .map_err(|err| CliError::failure(format!("the MCP server stopped: {err}")))
 }
 
 /// The store of `--store`, started.
@@ -147,11 +147,12 @@ fn user(globals: &Globals, command: &str) -> CliResult<User> {
 
 fn required_ids(globals: &Globals) -> CliResult<(String, String)> {
     let application_id = globals.app.clone().ok_or_else(|| {
-        CliError::Invalid("no application id: pass --app or set AGENT_MEMORY_APP".to_owned())
+        CliError::invalid("no application id: pass --app or set AGENT_MEMORY_APP")
     })?;
-    let user_id = globals.user.clone().ok_or_else(|| {
-        CliError::Invalid("no user id: pass --user or set AGENT_MEMORY_USER".to_owned())
-    })?;
+    let user_id = globals
+        .user
+        .clone()
+        .ok_or_else(|| CliError::invalid("no user id: pass --user or set AGENT_MEMORY_USER"))?;
     Ok((application_id, user_id))
 }
 
@@ -167,6 +168,6 @@ fn confirm(yes: bool, what: &str) -> CliResult {
     if yes {
         Ok(())
     } else {
-        Err(CliError::Invalid(format!("{what}; pass --yes to confirm")))
+        Err(CliError::invalid(format!("{what}; pass --yes to confirm")))
     }
 }

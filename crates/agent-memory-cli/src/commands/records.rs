@@ -33,7 +33,7 @@ pub async fn content_arg(argument: Option<&str>) -> CliResult<String> {
         .await
         .map_err(|e| CliError::io("cannot read stdin", &e))?;
     let mut content = String::from_utf8(bytes).map_err(|err| {
-        CliError::Invalid(format!(
+        CliError::invalid(format!(
             "invalid content: stdin is not valid UTF-8 (byte {})",
             err.utf8_error().valid_up_to()
         ))
@@ -58,7 +58,7 @@ pub async fn put(
     let mut write = MemoryWrite::new(content);
     if let Some(metadata) = &args.metadata {
         let value: serde_json::Value = serde_json::from_str(metadata).map_err(|err| {
-            CliError::Invalid(format!("invalid metadata: is not valid JSON ({err})"))
+            CliError::invalid(format!("invalid metadata: is not valid JSON ({err})"))
         })?;
         write = write.metadata(value);
     }
@@ -161,5 +161,5 @@ pub async fn delete(
 }
 
 fn not_found(key: &str) -> CliError {
-    CliError::NotFound(format!("not found: no live record has the key {key:?}"))
+    CliError::not_found(format!("not found: no live record has the key {key:?}"))
 }
