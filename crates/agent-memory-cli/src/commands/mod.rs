@@ -6,6 +6,7 @@
 mod backup;
 mod maintenance;
 mod records;
+mod store;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,14 +44,14 @@ pub type User = (String, String);
 /// disk.
 pub async fn run(globals: Globals, command: Command) -> CliResult {
     let job = prepare(&globals, command).await?;
-    let store = open_store(&globals).await?;
     // Nothing is written to `out` by `mcp`: there stdout belongs to the MCP protocol.
     let mut out = Output::stdout(globals.json);
-    let result = execute(store.clone(), job, &mut out).await;
-    // Whatever was printed before a failure is still delivered.
-    let flushed = out.flush();
-    let closed = store.close().await.map_err(CliError::from);
-    result.and(flushed).and(closed)
+    store::with_store(globals.store.as_deref(), |store| async move {
+        let result = execute(store, job, &mut out).await;
+        // Whatever was printed before a failure is still delivered.
+        result.and(out.flush())
+    })
+    .await
 }
 
 /// Everything that can be checked without the store: scope, confirmation, stdin, the import
@@ -112,18 +113,6 @@ async fn serve(store: Arc<dyn MemoryStore>, scope: MemoryScope, tools: ToolSet) 
     crate::mcp::serve(store, scope, tools)
         .await
         .map_err(|err| CliError::failure(format!("the MCP server stopped: {err}")))
-}
-
-/// The store of `--store`, started.
-async fn open_store(globals: &Globals) -> CliResult<Arc<dyn MemoryStore>> {
-    let url = match &globals.store {
-        Some(url) => url.clone(),
-        None => agent_memory::default_store_url()?,
-    };
-    let store = agent_memory::open(&url)?;
-    tracing::debug!(store = ?store, "starting the store");
-    store.start().await?;
-    Ok(store)
 }
 
 /// The scope of `--app`, `--user` and `--namespace`.
