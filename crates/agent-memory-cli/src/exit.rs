@@ -22,52 +22,84 @@ use crate::output::escape_line;
 /// the error stays one readable line.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-/// What went wrong, as the exit code it maps to and one line for stderr.
-#[derive(Debug)]
-pub enum CliError {
+/// Which kind of failure an error is: what a script branches on, through the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
     /// Exit 1.
-    NotFound(String),
+    NotFound,
     /// Exit 2.
-    Invalid(String),
+    Invalid,
     /// Exit 3.
-    Conflict(String),
+    Conflict,
     /// Exit 4.
-    Failure(String),
+    Failure,
+}
+
+impl ErrorKind {
+    /// The process exit code of this kind; the table above is the contract.
+    fn code(self) -> u8 {
+        match self {
+            ErrorKind::NotFound => 1,
+            ErrorKind::Invalid => 2,
+            ErrorKind::Conflict => 3,
+            ErrorKind::Failure => 4,
+        }
+    }
+}
+
+/// What went wrong: its kind (the exit code) and one line for stderr.
+#[derive(Debug)]
+pub struct CliError {
+    kind: ErrorKind,
+    message: String,
 }
 
 impl CliError {
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from(match self {
-            CliError::NotFound(_) => 1,
-            CliError::Invalid(_) => 2,
-            CliError::Conflict(_) => 3,
-            CliError::Failure(_) => 4,
-        })
+    /// An error of `kind` saying `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
     }
 
-    /// The same error with `context` in front, for example "line 7: ".
-    pub fn context(self, context: &str) -> Self {
-        match self {
-            CliError::NotFound(m) => CliError::NotFound(format!("{context}{m}")),
-            CliError::Invalid(m) => CliError::Invalid(format!("{context}{m}")),
-            CliError::Conflict(m) => CliError::Conflict(format!("{context}{m}")),
-            CliError::Failure(m) => CliError::Failure(format!("{context}{m}")),
-        }
+    /// Exit 1: the record asked for has no live version.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// Exit 2: the input was wrong; running again unchanged fails again.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, message)
+    }
+
+    /// Exit 4: something outside the input failed (the store, a file, a stream).
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Failure, message)
     }
 
     /// A local I/O failure (a file, stdin, stdout), naming what was being done.
     pub fn io(what: &str, err: &std::io::Error) -> Self {
-        CliError::Failure(format!("{what}: {err}"))
+        Self::failure(format!("{what}: {err}"))
     }
 
-    fn message(&self) -> &str {
-        match self {
-            CliError::NotFound(m)
-            | CliError::Invalid(m)
-            | CliError::Conflict(m)
-            | CliError::Failure(m) => m,
-        }
+    /// The same error with `context` in front, for example "line 7: ".
+    #[must_use]
+    pub fn context(mut self, context: &str) -> Self {
+        self.message.insert_str(0, context);
+        self
+    }
+
+    /// Which kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message as built, before [`Display`](fmt::Display) escapes and shortens it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.kind().code())
     }
 }
 
@@ -86,14 +118,45 @@ impl From<MemoryError> for CliError {
         if let Some(source) = std::error::Error::source(&err) {
             tracing::debug!(error = %source, "cause of the store error");
         }
-        match err {
-            MemoryError::Invalid { .. } => CliError::Invalid(err.to_string()),
-            MemoryError::Conflict { .. } => CliError::Conflict(err.to_string()),
+        let kind = match err {
+            MemoryError::Invalid { .. } => ErrorKind::Invalid,
+            MemoryError::Conflict { .. } => ErrorKind::Conflict,
             // Storage, and any variant added later: the conservative reading is "it failed".
-            _ => CliError::Failure(err.to_string()),
-        }
+            _ => ErrorKind::Failure,
+        };
+        CliError::new(kind, err.to_string())
     }
 }
 
 /// `Result` with [`CliError`].
 pub type CliResult<T = ()> = Result<T, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_the_documented_exit_codes() {
+        let codes: Vec<u8> =
+            [ErrorKind::NotFound, ErrorKind::Invalid, ErrorKind::Conflict, ErrorKind::Failure]
+                .into_iter()
+                .map(ErrorKind::code)
+                .collect();
+        assert_eq!(codes, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn context_goes_in_front_and_keeps_the_kind() {
+        let err = CliError::invalid("bad key").context("line 7: ");
+        assert_eq!(err.kind(), ErrorKind::Invalid);
+        assert_eq!(err.message(), "line 7: bad key");
+    }
+
+    #[test]
+    fn display_is_one_escaped_line_of_bounded_length() {
+        let shown = CliError::failure(format!("a\nb{}", "x".repeat(400))).to_string();
+        assert!(shown.starts_with("a\\nb"), "{shown:?}");
+        assert_eq!(shown.chars().count(), MAX_MESSAGE_CHARS);
+        assert!(shown.ends_with('…'));
+    }
+}

@@ -1,8 +1,10 @@
 //! The `agent-memory` command line and MCP server.
 //!
-//! `main.rs` holds the clap definitions and hands the parsed command to [`commands::run`].
-//! Everything a person or script relies on is written down in `docs/cli.md`: exit codes
-//! ([`exit`]), the export format ([`transfer`]), and what each command touches.
+//! `main.rs` parses the command line (each command group in [`commands`] defines its own
+//! arguments), sets up logging and the runtime, hands the command to [`commands::run`] and
+//! turns its error into one line on stderr and an exit code. Everything a person or script
+//! relies on is written down in `docs/cli.md`: exit codes ([`exit`]), the export format
+//! ([`transfer`]), and what each command touches.
 
 mod commands;
 mod duration;
@@ -13,11 +15,11 @@ mod progress;
 mod transfer;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
+
+use crate::commands::{Command, Globals};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -43,174 +45,13 @@ struct Cli {
     command: Command,
 }
 
-/// Options every command accepts, before or after the command name.
-#[derive(Debug, Args)]
-pub struct Globals {
-    /// Store URL: sqlite:PATH, postgres://…, redis://…, redis+cluster://h:p,h:p or memory:.
-    /// Default: a SQLite file in the user's data directory
-    /// (e.g. ~/.local/share/agent-memory/memories.db).
-    #[arg(
-        long,
-        env = "AGENT_MEMORY_STORE",
-        global = true,
-        hide_env_values = true,
-        value_name = "URL"
-    )]
-    pub store: Option<String>,
-
-    /// Application id (1..=128 bytes, no control characters).
-    #[arg(long, env = "AGENT_MEMORY_APP", global = true, value_name = "ID")]
-    pub app: Option<String>,
-
-    /// User id within the application.
-    #[arg(long, env = "AGENT_MEMORY_USER", global = true, value_name = "ID")]
-    pub user: Option<String>,
-
-    /// Namespace within the user; omitted means the default namespace. Commands that cover
-    /// every namespace of a user (namespaces, export, import, delete-user) ignore it.
-    #[arg(long, env = "AGENT_MEMORY_NAMESPACE", global = true, value_name = "NAME")]
-    pub namespace: Option<String>,
-
-    /// Machine-readable output: one JSON object per line (per record where there are records).
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-/// Paging options of `list` and `search`.
-#[derive(Debug, Args)]
-pub struct PageArgs {
-    /// Records per page, 1 to 100.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
-    pub limit: u8,
-
-    /// Continue after this cursor (printed on stderr when more records are left).
-    #[arg(long, value_name = "CURSOR")]
-    pub after: Option<String>,
-
-    /// Follow cursors to the end and print every record.
-    #[arg(long)]
-    pub all: bool,
-}
-
-/// Options of `put`.
-#[derive(Debug, Args)]
-pub struct PutArgs {
-    /// The record's key (1..=256 bytes, no control characters).
-    pub key: String,
-
-    /// The text to remember; read from stdin when omitted (one trailing newline is dropped).
-    pub content: Option<String>,
-
-    /// Metadata as a JSON object, e.g. '{"category":"preferences"}'.
-    #[arg(long, value_name = "JSON")]
-    pub metadata: Option<String>,
-
-    /// Forget the record after this long: 90s, 15m, 1h30m, 7d, 2w.
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
-    pub expires_in: Option<Duration>,
-
-    /// Replace only the live record with this revision (exit 3 otherwise).
-    #[arg(long, value_name = "REV", conflicts_with = "create_only")]
-    pub if_revision: Option<String>,
-
-    /// Write only if no live record has the key (exit 3 otherwise).
-    #[arg(long)]
-    pub create_only: bool,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Save a memory (insert or replace).
-    Put(PutArgs),
-
-    /// Show one memory; exit 1 when there is no live record.
-    Get {
-        /// The record's key.
-        key: String,
-    },
-
-    /// List memories in ascending key order.
-    List(PageArgs),
-
-    /// List memories whose content contains QUERY (literal, case-sensitive).
-    Search {
-        /// Text to look for; `%`, `_`, `*` and `\` match themselves.
-        query: String,
-        #[command(flatten)]
-        page: PageArgs,
-    },
-
-    /// Delete one memory; exit 1 when there was no live record.
-    Delete {
-        /// The record's key.
-        key: String,
-        /// Delete only the live record with this revision (exit 3 otherwise).
-        #[arg(long, value_name = "REV")]
-        if_revision: Option<String>,
-    },
-
-    /// Physically remove expired records of the namespace (follows cursors to the end).
-    PurgeExpired,
-
-    /// Erase every record of the namespace, expired ones included.
-    DeleteAll {
-        /// Confirm the erasure.
-        #[arg(long)]
-        yes: bool,
-    },
-
-    /// Erase every record of the user in every namespace.
-    DeleteUser {
-        /// Confirm the erasure.
-        #[arg(long)]
-        yes: bool,
-    },
-
-    /// Create the store's schema, or check an existing one.
-    Setup,
-
-    /// List every namespace of the user that holds records (expired ones included).
-    Namespaces,
-
-    /// Write every live record of the user, all namespaces, as JSON Lines.
-    Export {
-        /// Write to this file (created with owner-only permissions, replaced only when the
-        /// export completed) instead of stdout.
-        #[arg(long, short, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
-
-    /// Read JSON Lines written by export and save each record (validated in full first).
-    Import {
-        /// The file to read; stdin when omitted or `-`.
-        #[arg(value_name = "FILE")]
-        input: Option<PathBuf>,
-
-        /// Import each line under the scope it names, whatever its application and user;
-        /// without it, every line must belong to --app/--user.
-        #[arg(long)]
-        any_user: bool,
-
-        /// Keep records that already exist in the store instead of replacing them.
-        #[arg(long)]
-        skip_existing: bool,
-    },
-
-    /// Serve the memory tools over MCP on stdio for the scope given by the global options.
-    Mcp {
-        /// Which tools to expose.
-        #[arg(long, value_enum, default_value = "keys")]
-        tools: mcp::ToolSet,
-    },
-}
-
 fn main() -> ExitCode {
     // Usage errors exit 2 and --help/--version exit 0, both from clap; an argument that is not
     // UTF-8 is reported here instead, on one line that says which argument it was.
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if err.kind() == clap::error::ErrorKind::InvalidUtf8 => {
-            return report(&exit::CliError::Invalid(not_utf8()));
+            return report(&exit::CliError::invalid(not_utf8()));
         }
         Err(err) => err.exit(),
     };

@@ -6,7 +6,8 @@
 //! the server starts, from trusted flags or environment; nothing a client sends can change it.
 //!
 //! stdout carries only the protocol; logs go to stderr. The server runs until the client
-//! closes stdin, then closes the store and returns.
+//! closes stdin, then returns; the store it is given is already started, and the caller closes
+//! it, as for every other command.
 //!
 //! Every write records its provenance as the record's [`Source`]: `session_id` is an id made
 //! for this server run (one MCP session on stdio), and `agent` is the name the client gave in
@@ -168,44 +169,38 @@ impl ServerHandler for MemoryServer {
 
 /// Serves `tools` over MCP on stdio for one bound scope until the client closes stdin.
 ///
-/// Starts the store (idempotent), serves, then closes it. Logs go through `tracing`; the
+/// `store` must be started; it stays open when this returns. Logs go through `tracing`; the
 /// caller installs a subscriber that writes to stderr, since stdout carries the protocol.
 pub async fn serve(
     store: Arc<dyn MemoryStore>,
     scope: MemoryScope,
     tools: ToolSet,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    store.start().await?;
     tracing::info!(
         tools = ?tools,
         namespace = scope.namespace().unwrap_or(""),
         "agent-memory MCP server starting on stdio"
     );
-    let server = MemoryServer::new(Arc::clone(&store), scope, tools);
-    let result: Result<(), Box<dyn std::error::Error + Send + Sync>> =
-        match server.serve(rmcp::transport::stdio()).await {
-            Ok(running) => match running.waiting().await {
-                Ok(reason) => {
-                    tracing::info!(?reason, "MCP client disconnected");
-                    Ok(())
-                }
-                Err(err) => Err(err.into()),
-            },
-            // The client went away before initializing: nothing to serve, a clean exit.
-            Err(ServerInitializeError::ConnectionClosed(_)) => {
-                tracing::info!("MCP client closed stdin before initializing");
+    let server = MemoryServer::new(store, scope, tools);
+    match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => match running.waiting().await {
+            Ok(reason) => {
+                tracing::info!(?reason, "MCP client disconnected");
                 Ok(())
             }
-            Err(err) => {
-                // The error may quote the client's message: keep it out of the returned error.
-                tracing::debug!(error = %err, "MCP initialization failed");
-                Err("the MCP client did not complete the initialize handshake".into())
-            }
-        };
-    let closed = store.close().await;
-    result?;
-    closed?;
-    Ok(())
+            Err(err) => Err(err.into()),
+        },
+        // The client went away before initializing: nothing to serve, a clean exit.
+        Err(ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("MCP client closed stdin before initializing");
+            Ok(())
+        }
+        Err(err) => {
+            // The error may quote the client's message: keep it out of the returned error.
+            tracing::debug!(error = %err, "MCP initialization failed");
+            Err("the MCP client did not complete the initialize handshake".into())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ pub struct Plan {
 /// expiry is judged by. Blank lines are skipped; `\r\n` endings are accepted.
 ///
 /// # Errors
-/// [`CliError::Invalid`] naming the first bad line: not UTF-8, not a record object, a field
+/// An `Invalid` error naming the first bad line: not UTF-8, not a record object, a field
 /// breaking a store rule, another user's scope, or a scope and key already seen on an earlier
 /// line (which of the two should win is not ours to guess).
 pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
@@ -94,7 +94,7 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
         let number = index + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = std::str::from_utf8(raw)
-            .map_err(|_| CliError::Invalid(format!("line {number}: is not valid UTF-8")))?;
+            .map_err(|_| CliError::invalid(format!("line {number}: is not valid UTF-8")))?;
         if text.trim().is_empty() {
             continue;
         }
@@ -103,18 +103,18 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
             // line of the file instead.
             let message = err.to_string();
             let message = message.rfind(" at line ").map_or(&*message, |at| &message[..at]);
-            CliError::Invalid(format!("line {number}, column {}: {message}", err.column()))
+            CliError::invalid(format!("line {number}, column {}: {message}", err.column()))
         })?;
         if let Owner::User { application_id, user_id } = owner {
             if line.scope.application_id() != application_id || line.scope.user_id() != user_id {
-                return Err(CliError::Invalid(format!(
+                return Err(CliError::invalid(format!(
                     "line {number}: belongs to another application user; pass --any-user to \
                      import every line under its own scope"
                 )));
             }
         }
         if !seen.insert((line.scope.clone(), line.key.clone())) {
-            return Err(CliError::Invalid(format!(
+            return Err(CliError::invalid(format!(
                 "line {number}: repeats a scope and key of an earlier line"
             )));
         }
@@ -143,6 +143,7 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::ErrorKind;
 
     fn owner() -> Owner {
         Owner::User { application_id: "app".into(), user_id: "u1".into() }
@@ -154,7 +155,7 @@ mod tests {
 
     fn invalid_message(result: CliResult<Plan>) -> String {
         match result {
-            Err(CliError::Invalid(message)) => message,
+            Err(err) if err.kind() == ErrorKind::Invalid => err.message().to_owned(),
             other => panic!("expected an invalid-input error, got {other:?}"),
         }
     }
@@ -225,6 +226,7 @@ mod tests {
 #[cfg(test)]
 mod fuzz {
     use super::*;
+    use crate::exit::ErrorKind;
     use proptest::prelude::*;
     use serde_json::{json, Map, Value};
 
@@ -395,7 +397,8 @@ mod fuzz {
                         planned + plan.expired <= u64::try_from(non_blank).expect("small")
                     );
                 }
-                Err(CliError::Invalid(message)) => {
+                Err(err) if err.kind() == ErrorKind::Invalid => {
+                    let message = err.message();
                     let number: usize = message
                         .strip_prefix("line ")
                         .and_then(|rest| rest.split([':', ',']).next())
@@ -409,7 +412,7 @@ mod fuzz {
                         number,
                         lines.len()
                     );
-                    let shown = CliError::Invalid(message).to_string();
+                    let shown = err.to_string();
                     prop_assert!(!shown.chars().any(char::is_control), "one line: {:?}", shown);
                     prop_assert!(shown.chars().count() <= 300, "short: {:?}", shown);
                 }

@@ -307,6 +307,28 @@ fn setup_creates_the_store_file() {
 }
 
 #[test]
+fn input_checked_without_the_store_never_creates_it() {
+    let fx = Fixture::new();
+    let bad_import = fx.path("bad.jsonl");
+    std::fs::write(&bad_import, "not json\n").unwrap();
+    fx.with_store().args(["--app", "app", "get", "k"]).assert().code(INVALID);
+    fx.with_store().args(["--user", "u1", "mcp"]).assert().code(INVALID);
+    fx.cmd().arg("import").arg(&bad_import).assert().code(INVALID);
+    let refused: [&[&str]; 6] = [
+        &["delete-all"],
+        &["delete-user"],
+        &["put", "k", "v", "--metadata", "{not json"],
+        &["put", "k", "v", "--if-revision", "bad\trevision"],
+        &["delete", "k", "--if-revision", "bad\trevision"],
+        &["list", "--after", "not-a-cursor"],
+    ];
+    for args in refused {
+        fx.cmd().args(args).assert().code(INVALID);
+    }
+    assert!(!fx.path("m.db").exists(), "a refused command created the store");
+}
+
+#[test]
 fn default_store_is_a_sqlite_file_in_the_data_dir() {
     let fx = Fixture::new();
     let data = fx.dir.path().join("home").join("data");

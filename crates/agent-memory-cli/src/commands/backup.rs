@@ -7,14 +7,78 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryError, MemoryStore, PageRequest, Timestamp};
+use clap::Subcommand;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
+use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
 use crate::output::{self, Output};
 use crate::progress;
 use crate::transfer::{self, Owner, Plan};
-use crate::Globals;
+
+/// The backup commands, as clap parses them.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write every live record of the user, all namespaces, as JSON Lines.
+    Export {
+        /// Write to this file (created with owner-only permissions, replaced only when the
+        /// export completed) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+
+    /// Read JSON Lines written by export and save each record (validated in full first).
+    Import {
+        /// The file to read; stdin when omitted or `-`.
+        #[arg(value_name = "FILE")]
+        input: Option<PathBuf>,
+
+        /// Import each line under the scope it names, whatever its application and user;
+        /// without it, every line must belong to --app/--user.
+        #[arg(long)]
+        any_user: bool,
+
+        /// Keep records that already exist in the store instead of replacing them.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+}
+
+/// A backup command with its user checked and, for `import`, the whole input read and
+/// checked.
+#[derive(Debug)]
+pub enum Job {
+    Export { user: User, output: Option<PathBuf> },
+    Import { plan: Plan, skip_existing: bool },
+}
+
+impl Command {
+    /// Checks the user (unless `import --any-user`) and reads and checks a whole import,
+    /// so a bad line never opens the store.
+    ///
+    /// # Errors
+    /// `Invalid` for a missing or bad user or a bad import line; `Failure` when the input
+    /// cannot be read.
+    pub async fn prepare(self, globals: &Globals) -> CliResult<Job> {
+        Ok(match self {
+            Command::Export { output } => Job::Export { user: globals.user("export")?, output },
+            Command::Import { input, any_user, skip_existing } => {
+                let owner = owner(globals, any_user)?;
+                Job::Import { plan: read_plan(input.as_deref(), &owner).await?, skip_existing }
+            }
+        })
+    }
+}
+
+/// Runs a checked backup command against a started store.
+pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> CliResult {
+    let store = store.as_ref();
+    match job {
+        Job::Export { user, output } => export(store, &user, output, out).await,
+        Job::Import { plan, skip_existing } => import(store, plan, skip_existing, out).await,
+    }
+}
 
 /// Counts of one export.
 struct Exported {
@@ -29,15 +93,15 @@ struct Exported {
 /// With `--output`, the lines go to a temporary file next to the target, created owner-only,
 /// and renamed over the target only once the export completed: a failed export never leaves
 /// a truncated backup behind or destroys the previous one.
-pub async fn export(
-    store: Arc<dyn MemoryStore>,
-    (application_id, user_id): (String, String),
+async fn export(
+    store: &dyn MemoryStore,
+    user: &User,
     output: Option<PathBuf>,
     out: &mut Output,
 ) -> CliResult {
     let Some(path) = output.filter(|p| p.as_os_str() != OsStr::new("-")) else {
         let mut stdout = BufWriter::new(std::io::stdout());
-        let done = write_all(store.as_ref(), &application_id, &user_id, &mut stdout).await?;
+        let done = write_all(store, user, &mut stdout).await?;
         stdout.flush().map_err(|e| CliError::io("cannot write to stdout", &e))?;
         // Stdout is the data; the count is for a person watching, on stderr.
         progress::note(&summary(&done));
@@ -51,7 +115,7 @@ pub async fn export(
         CliError::io(&format!("cannot create a file in {}", directory.display()), &e)
     })?;
     let mut writer = BufWriter::new(file);
-    let done = write_all(store.as_ref(), &application_id, &user_id, &mut writer).await?;
+    let done = write_all(store, user, &mut writer).await?;
     let file =
         writer.into_inner().map_err(|e| CliError::io("cannot write the export file", e.error()))?;
     file.as_file().sync_all().map_err(|e| CliError::io("cannot write the export file", &e))?;
@@ -75,20 +139,18 @@ fn summary(done: &Exported) -> String {
 
 async fn write_all(
     store: &dyn MemoryStore,
-    application_id: &str,
-    user_id: &str,
+    user: &User,
     sink: &mut impl Write,
 ) -> CliResult<Exported> {
     let spinner = progress::spinner("exporting records");
-    let result = write_pages(store, application_id, user_id, sink, &spinner).await;
+    let result = write_pages(store, user, sink, &spinner).await;
     spinner.finish_and_clear();
     result
 }
 
 async fn write_pages(
     store: &dyn MemoryStore,
-    application_id: &str,
-    user_id: &str,
+    user: &User,
     sink: &mut impl Write,
     spinner: &indicatif::ProgressBar,
 ) -> CliResult<Exported> {
@@ -96,7 +158,8 @@ async fn write_pages(
     let mut namespace_cursor = None;
     loop {
         let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(namespace_cursor);
-        let namespaces = store.list_namespaces(application_id, user_id, request).await?;
+        let namespaces =
+            store.list_namespaces(&user.application_id, &user.user_id, request).await?;
         for scope in &namespaces.items {
             done.namespaces += 1;
             let mut cursor = None;
@@ -105,7 +168,7 @@ async fn write_pages(
                 let page = store.list(scope, request).await?;
                 for record in &page.items {
                     serde_json::to_writer(&mut *sink, record)
-                        .map_err(|e| CliError::Failure(format!("cannot write the export: {e}")))?;
+                        .map_err(|e| CliError::failure(format!("cannot write the export: {e}")))?;
                     sink.write_all(b"\n")
                         .map_err(|e| CliError::io("cannot write the export", &e))?;
                     done.records += 1;
@@ -125,24 +188,24 @@ async fn write_pages(
 }
 
 /// Whose lines an import accepts: `--any-user`, or the user of `--app`/`--user`.
-pub fn owner(globals: &Globals, any_user: bool) -> CliResult<Owner> {
+fn owner(globals: &Globals, any_user: bool) -> CliResult<Owner> {
     if any_user {
-        super::ignore_namespace(globals, "import");
+        globals.ignore_namespace("import");
         return Ok(Owner::Any);
     }
-    let (application_id, user_id) = super::user(globals, "import")?;
+    let User { application_id, user_id } = globals.user("import")?;
     Ok(Owner::User { application_id, user_id })
 }
 
 /// Reads the whole input and checks every line before the store is even opened.
-pub async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
+async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
     let bytes = match input.filter(|p| p.as_os_str() != OsStr::new("-")) {
         Some(path) => std::fs::read(path)
             .map_err(|e| CliError::io(&format!("cannot read {}", path.display()), &e))?,
         None => {
             if std::io::stdin().is_terminal() {
-                return Err(CliError::Invalid(
-                    "import needs input: give a FILE or pipe JSON Lines to stdin".to_owned(),
+                return Err(CliError::invalid(
+                    "import needs input: give a FILE or pipe JSON Lines to stdin",
                 ));
             }
             let mut bytes = Vec::new();
@@ -161,8 +224,8 @@ pub async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
 ///
 /// A store failure stops the import: what was written stays, the error says how much, and
 /// importing the same file again is safe (every write replaces the same key).
-pub async fn import(
-    store: Arc<dyn MemoryStore>,
+async fn import(
+    store: &dyn MemoryStore,
     plan: Plan,
     skip_existing: bool,
     out: &mut Output,

@@ -2,27 +2,199 @@
 
 use std::io::IsTerminal;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_memory::{
     Cursor, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, PageRequest, Revision,
     Timestamp,
 };
+use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
+use super::globals::Globals;
+use crate::duration;
 use crate::exit::{CliError, CliResult};
 use crate::output::{escape_text, Output};
 use crate::progress::eprintln_safe;
-use crate::{PageArgs, PutArgs};
+
+/// The record commands, as clap parses them.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Save a memory (insert or replace).
+    Put(PutArgs),
+
+    /// Show one memory; exit 1 when there is no live record.
+    Get {
+        /// The record's key.
+        key: String,
+    },
+
+    /// List memories in ascending key order.
+    List(PageArgs),
+
+    /// List memories whose content contains QUERY (literal, case-sensitive).
+    Search {
+        /// Text to look for; `%`, `_`, `*` and `\` match themselves.
+        query: String,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+
+    /// Delete one memory; exit 1 when there was no live record.
+    Delete {
+        /// The record's key.
+        key: String,
+        /// Delete only the live record with this revision (exit 3 otherwise).
+        #[arg(long, value_name = "REV")]
+        if_revision: Option<String>,
+    },
+}
+
+/// Options of `put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The record's key (1..=256 bytes, no control characters).
+    key: String,
+
+    /// The text to remember; read from stdin when omitted (one trailing newline is dropped).
+    content: Option<String>,
+
+    /// Metadata as a JSON object, e.g. '{"category":"preferences"}'.
+    #[arg(long, value_name = "JSON")]
+    metadata: Option<String>,
+
+    /// Forget the record after this long: 90s, 15m, 1h30m, 7d, 2w.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    expires_in: Option<Duration>,
+
+    /// Replace only the live record with this revision (exit 3 otherwise).
+    #[arg(long, value_name = "REV", conflicts_with = "create_only")]
+    if_revision: Option<String>,
+
+    /// Write only if no live record has the key (exit 3 otherwise).
+    #[arg(long)]
+    create_only: bool,
+}
+
+/// Paging options of `list` and `search`.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// Records per page, 1 to 100.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
+    limit: u8,
+
+    /// Continue after this cursor (printed on stderr when more records are left).
+    #[arg(long, value_name = "CURSOR")]
+    after: Option<String>,
+
+    /// Follow cursors to the end and print every record.
+    #[arg(long)]
+    all: bool,
+}
+
+/// A record command with its input checked, ready to run in one namespace.
+#[derive(Debug)]
+pub struct Job {
+    scope: MemoryScope,
+    action: Action,
+}
+
+#[derive(Debug)]
+enum Action {
+    Put(Put),
+    Get { key: String },
+    List { query: Option<String>, page: Page },
+    Delete { key: String, expected: Option<Revision> },
+}
+
+/// A checked `put`: everything but the expiry instant, which is counted from the moment of
+/// the write rather than from when stdin was read.
+#[derive(Debug)]
+struct Put {
+    key: String,
+    write: MemoryWrite,
+    expires_in: Option<Duration>,
+}
+
+/// Checked paging options.
+#[derive(Debug)]
+struct Page {
+    limit: usize,
+    after: Option<Cursor>,
+    all: bool,
+}
+
+impl Command {
+    /// Checks the scope, then the command's own input, and reads the content of a `put` from
+    /// stdin when it was not given: all before the store is opened.
+    ///
+    /// # Errors
+    /// `Invalid` for a missing or bad scope, content that is not UTF-8, metadata that is not
+    /// JSON, a malformed revision or cursor; `Failure` when stdin cannot be read.
+    pub async fn prepare(self, globals: &Globals) -> CliResult<Job> {
+        let scope = globals.scope()?;
+        let action = match self {
+            Command::Put(args) => Action::Put(args.prepare().await?),
+            Command::Get { key } => Action::Get { key },
+            Command::List(page) => Action::List { query: None, page: page.prepare()? },
+            Command::Search { query, page } => {
+                Action::List { query: Some(query), page: page.prepare()? }
+            }
+            Command::Delete { key, if_revision } => {
+                Action::Delete { key, expected: if_revision.map(Revision::new).transpose()? }
+            }
+        };
+        Ok(Job { scope, action })
+    }
+}
+
+impl PutArgs {
+    async fn prepare(self) -> CliResult<Put> {
+        let mut write = MemoryWrite::new(content_arg(self.content).await?);
+        if let Some(metadata) = &self.metadata {
+            let value: serde_json::Value = serde_json::from_str(metadata).map_err(|err| {
+                CliError::invalid(format!("invalid metadata: is not valid JSON ({err})"))
+            })?;
+            write = write.metadata(value);
+        }
+        if let Some(revision) = self.if_revision {
+            write = write.expected_revision(Revision::new(revision)?);
+        }
+        if self.create_only {
+            write = write.create_only();
+        }
+        Ok(Put { key: self.key, write, expires_in: self.expires_in })
+    }
+}
+
+impl PageArgs {
+    fn prepare(self) -> CliResult<Page> {
+        let after = self.after.as_deref().map(Cursor::parse).transpose()?;
+        Ok(Page { limit: usize::from(self.limit), after, all: self.all })
+    }
+}
+
+/// Runs a checked record command against a started store.
+pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> CliResult {
+    let store = store.as_ref();
+    let scope = &job.scope;
+    match job.action {
+        Action::Put(checked) => put(store, scope, checked, out).await,
+        Action::Get { key } => get(store, scope, &key, out).await,
+        Action::List { query, page } => list(store, scope, query.as_deref(), page, out).await,
+        Action::Delete { key, expected } => delete(store, scope, key, expected, out).await,
+    }
+}
 
 /// The content to write: the argument, or all of stdin without one trailing newline (so
 /// `echo text | agent-memory put key` stores `text`).
 ///
 /// # Errors
 /// `Invalid` when stdin is not UTF-8; `Failure` when it cannot be read.
-pub async fn content_arg(argument: Option<&str>) -> CliResult<String> {
+async fn content_arg(argument: Option<String>) -> CliResult<String> {
     if let Some(content) = argument {
-        return Ok(content.to_owned());
+        return Ok(content);
     }
     if std::io::stdin().is_terminal() {
         eprintln_safe("reading the content from stdin; end it with Ctrl-D");
@@ -33,7 +205,7 @@ pub async fn content_arg(argument: Option<&str>) -> CliResult<String> {
         .await
         .map_err(|e| CliError::io("cannot read stdin", &e))?;
     let mut content = String::from_utf8(bytes).map_err(|err| {
-        CliError::Invalid(format!(
+        CliError::invalid(format!(
             "invalid content: stdin is not valid UTF-8 (byte {})",
             err.utf8_error().valid_up_to()
         ))
@@ -48,30 +220,17 @@ pub async fn content_arg(argument: Option<&str>) -> CliResult<String> {
 }
 
 /// Saves one record and shows what was stored.
-pub async fn put(
-    store: Arc<dyn MemoryStore>,
-    scope: MemoryScope,
-    args: PutArgs,
-    content: String,
+async fn put(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    put: Put,
     out: &mut Output,
 ) -> CliResult {
-    let mut write = MemoryWrite::new(content);
-    if let Some(metadata) = &args.metadata {
-        let value: serde_json::Value = serde_json::from_str(metadata).map_err(|err| {
-            CliError::Invalid(format!("invalid metadata: is not valid JSON ({err})"))
-        })?;
-        write = write.metadata(value);
-    }
-    if let Some(after) = args.expires_in {
+    let mut write = put.write;
+    if let Some(after) = put.expires_in {
         write = write.expires_at(Timestamp::now().saturating_add(after));
     }
-    if let Some(revision) = args.if_revision {
-        write = write.expected_revision(Revision::new(revision)?);
-    }
-    if args.create_only {
-        write = write.create_only();
-    }
-    let record = store.put(&scope, &args.key, write).await?;
+    let record = store.put(scope, &put.key, write).await?;
     if out.is_json() {
         out.record(&record)
     } else {
@@ -80,15 +239,15 @@ pub async fn put(
 }
 
 /// Shows one live record; `NotFound` when there is none.
-pub async fn get(
-    store: Arc<dyn MemoryStore>,
-    scope: MemoryScope,
-    key: String,
+async fn get(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
     out: &mut Output,
 ) -> CliResult {
-    match store.get(&scope, &key).await? {
+    match store.get(scope, key).await? {
         Some(record) => out.record(&record),
-        None => Err(not_found(&key)),
+        None => Err(not_found(key)),
     }
 }
 
@@ -97,32 +256,31 @@ pub async fn get(
 /// Without `--all`, pages are requested until `--limit` records arrived or nothing is left,
 /// because a provider may return short (even empty) search pages with a cursor; the cursor to
 /// continue from is printed on stderr, keeping stdout pure records.
-pub async fn list(
-    store: Arc<dyn MemoryStore>,
-    scope: MemoryScope,
-    query: Option<String>,
-    args: PageArgs,
+async fn list(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    query: Option<&str>,
+    page: Page,
     out: &mut Output,
 ) -> CliResult {
-    let limit = usize::from(args.limit);
-    let mut cursor = args.after.as_deref().map(Cursor::parse).transpose()?;
+    let Page { limit, after: mut cursor, all } = page;
     let mut collected: Vec<MemoryRecord> = Vec::new();
     loop {
-        let want = if args.all { limit } else { limit - collected.len() };
+        let want = if all { limit } else { limit - collected.len() };
         let request = PageRequest::new(want).after_opt(cursor.take());
-        let page = fetch(store.as_ref(), &scope, query.as_deref(), request).await?;
-        if args.all && out.is_json() {
+        let page = fetch(store, scope, query, request).await?;
+        if all && out.is_json() {
             // Stream: `list --all --json` over a large namespace never holds it all.
             out.records(&page.items)?;
         } else {
             collected.extend(page.items);
         }
         cursor = page.next_cursor;
-        if cursor.is_none() || (!args.all && collected.len() >= limit) {
+        if cursor.is_none() || (!all && collected.len() >= limit) {
             break;
         }
     }
-    if !(args.all && out.is_json()) {
+    if !(all && out.is_json()) {
         out.records(&collected)?;
     }
     if let Some(cursor) = cursor {
@@ -146,20 +304,19 @@ async fn fetch(
 
 /// Deletes one record; `NotFound` when no live record had the key (an expired one is removed
 /// all the same).
-pub async fn delete(
-    store: Arc<dyn MemoryStore>,
-    scope: MemoryScope,
+async fn delete(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
     key: String,
-    if_revision: Option<String>,
+    expected: Option<Revision>,
     out: &mut Output,
 ) -> CliResult {
-    let expected = if_revision.map(Revision::new).transpose()?;
-    if !store.delete(&scope, &key, expected.as_ref()).await? {
+    if !store.delete(scope, &key, expected.as_ref()).await? {
         return Err(not_found(&key));
     }
     out.summary(&format!("deleted {}", escape_text(&key)), &json!({"deleted": true, "key": key}))
 }
 
 fn not_found(key: &str) -> CliError {
-    CliError::NotFound(format!("not found: no live record has the key {key:?}"))
+    CliError::not_found(format!("not found: no live record has the key {key:?}"))
 }

@@ -1,0 +1,98 @@
+//! The global options and the scope they name, checked before any store is opened.
+
+use agent_memory::MemoryScope;
+use clap::Args;
+
+use crate::exit::{CliError, CliResult};
+use crate::progress::eprintln_safe;
+
+/// Options every command accepts, before or after the command name.
+#[derive(Debug, Args)]
+pub struct Globals {
+    /// Store URL: sqlite:PATH, postgres://…, redis://…, redis+cluster://h:p,h:p or memory:.
+    /// Default: a SQLite file in the user's data directory
+    /// (e.g. ~/.local/share/agent-memory/memories.db).
+    #[arg(
+        long,
+        env = "AGENT_MEMORY_STORE",
+        global = true,
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub store: Option<String>,
+
+    /// Application id (1..=128 bytes, no control characters).
+    #[arg(long, env = "AGENT_MEMORY_APP", global = true, value_name = "ID")]
+    pub app: Option<String>,
+
+    /// User id within the application.
+    #[arg(long, env = "AGENT_MEMORY_USER", global = true, value_name = "ID")]
+    pub user: Option<String>,
+
+    /// Namespace within the user; omitted means the default namespace. Commands that cover
+    /// every namespace of a user (namespaces, export, import, delete-user) ignore it.
+    #[arg(long, env = "AGENT_MEMORY_NAMESPACE", global = true, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    /// Machine-readable output: one JSON object per line (per record where there are records).
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// An application id and a user id, both validated: the owner of every namespace a
+/// user-wide command covers.
+#[derive(Debug)]
+pub struct User {
+    /// From `--app`.
+    pub application_id: String,
+    /// From `--user`.
+    pub user_id: String,
+}
+
+impl Globals {
+    /// The scope of `--app`, `--user` and `--namespace`.
+    ///
+    /// # Errors
+    /// `Invalid` when `--app` or `--user` is missing, or any of the three breaks a scope rule.
+    pub fn scope(&self) -> CliResult<MemoryScope> {
+        let (application_id, user_id) = self.required_ids()?;
+        let scope = MemoryScope::new(application_id, user_id)?;
+        match &self.namespace {
+            Some(namespace) => Ok(scope.with_namespace(namespace.clone())?),
+            None => Ok(scope),
+        }
+    }
+
+    /// The user of `--app` and `--user`, for `command`, which covers every namespace of the
+    /// user; a `--namespace` given alongside is ignored, and said so.
+    ///
+    /// # Errors
+    /// `Invalid` when `--app` or `--user` is missing or breaks a scope rule.
+    pub fn user(&self, command: &str) -> CliResult<User> {
+        let (application_id, user_id) = self.required_ids()?;
+        MemoryScope::new(application_id.clone(), user_id.clone())?;
+        self.ignore_namespace(command);
+        Ok(User { application_id, user_id })
+    }
+
+    /// Says on stderr that `command` ignores `--namespace`, when one was given: the command
+    /// still runs, but not in the namespace the caller may think.
+    pub fn ignore_namespace(&self, command: &str) {
+        if self.namespace.is_some() {
+            eprintln_safe(&format!(
+                "note: {command} covers every namespace of the user; --namespace is ignored"
+            ));
+        }
+    }
+
+    fn required_ids(&self) -> CliResult<(String, String)> {
+        let application_id = self.app.clone().ok_or_else(|| {
+            CliError::invalid("no application id: pass --app or set AGENT_MEMORY_APP")
+        })?;
+        let user_id = self
+            .user
+            .clone()
+            .ok_or_else(|| CliError::invalid("no user id: pass --user or set AGENT_MEMORY_USER"))?;
+        Ok((application_id, user_id))
+    }
+}
