@@ -113,6 +113,7 @@
 #![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod connection_url;
 mod error;
 mod facts;
 mod memory;
