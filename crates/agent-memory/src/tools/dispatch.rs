@@ -1,25 +1,22 @@
-//! The dispatchers: run one model tool call and return its JSON result.
-
-use std::time::Duration;
+//! The dispatchers: parse a model's tool call into its typed call, run it, and return its JSON
+//! result or the model-facing error.
 
 use serde_json::{json, Value};
 
-use super::call::check_args;
-use super::definitions::{
-    definitions, fact_definitions, FORGET, MAX_EXPIRES_IN_SECONDS, MEMORY_DELETE, MEMORY_GET,
-    MEMORY_LIST, MEMORY_SAVE, MEMORY_SEARCH, RECALL, REMEMBER,
-};
-use super::error::{unknown_tool, Context, ToolError, KEY_RENAMES};
+use super::call::{self, FactToolCall, KeyToolCall};
+use super::definitions::{FACT_TOOLS, KEY_TOOLS};
+use super::error::{ToolError, FACT_FIELD_NAMES, KEY_FIELD_NAMES};
 use super::results::{fact_json, page_json, record_json, DATA_NOTE};
+use crate::error::MemoryError;
 use crate::facts::Facts;
 use crate::scope::MemoryScope;
 use crate::scoped::ScopedMemory;
 use crate::time::Timestamp;
-use crate::validation::{self, MAX_PAGE_LIMIT};
-use crate::write::MemoryWrite;
+use crate::validation;
+use crate::write::{MemoryWrite, WriteCondition};
 
-/// Runs one call of a key-based tool (from [`definitions`]) against `memory` and returns its
-/// JSON result.
+/// Runs one call of a key-based tool (from [`definitions`](super::definitions())) against
+/// `memory` and returns its JSON result.
 ///
 /// `arguments` is the JSON object the model produced (`null` counts as no arguments). Results:
 ///
@@ -39,69 +36,12 @@ pub async fn dispatch(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
-    let definitions = definitions();
-    let Some(definition) = definitions.iter().find(|d| d.name == name) else {
-        return Err(unknown_tool(name, &definitions));
-    };
-    let args = check_args(definition, arguments)?;
-    let context = |writes| Context { tool: definition.name, writes, renames: KEY_RENAMES };
-    match definition.name {
-        MEMORY_SAVE => {
-            let key = args.required_string("key")?;
-            let content = args.required_string("content")?;
-            let mut write = MemoryWrite::new(content);
-            match args.get("metadata") {
-                None => {}
-                Some(Value::Object(map)) => write = write.metadata(Value::Object(map.clone())),
-                Some(_) => {
-                    return Err(ToolError::invalid("metadata", "`metadata` must be a JSON object"))
-                }
-            }
-            if let Some(seconds) = args.integer("expires_in_seconds", MAX_EXPIRES_IN_SECONDS)? {
-                write =
-                    write.expires_at(Timestamp::now().saturating_add(Duration::from_secs(seconds)));
-            }
-            if let Some(revision) = args.revision("expected_revision")? {
-                write = write.expected_revision(revision);
-            }
-            let record = memory.put(key, write).await.map_err(|e| context(true).error(e))?;
-            Ok(json!({"saved": true, "memory": record_json(&record)}))
-        }
-        MEMORY_GET => {
-            let key = args.required_string("key")?;
-            validation::key(key).map_err(|e| context(false).error(e))?;
-            let record = memory.get(key).await.map_err(|e| context(false).error(e))?;
-            Ok(json!({
-                "found": record.is_some(),
-                "memory": record.as_ref().map(record_json),
-                "note": DATA_NOTE,
-            }))
-        }
-        MEMORY_LIST => {
-            let page = args.page(MEMORY_LIST)?;
-            let page = memory.list(page).await.map_err(|e| context(false).error(e))?;
-            Ok(page_json(&page))
-        }
-        MEMORY_SEARCH => {
-            let query = args.required_string("query")?;
-            let page = args.page(MEMORY_SEARCH)?;
-            let page = memory.search(query, page).await.map_err(|e| context(false).error(e))?;
-            Ok(page_json(&page))
-        }
-        MEMORY_DELETE => {
-            let key = args.required_string("key")?;
-            let revision = args.revision("expected_revision")?;
-            validation::key(key).map_err(|e| context(false).error(e))?;
-            let deleted =
-                memory.delete(key, revision.as_ref()).await.map_err(|e| context(true).error(e))?;
-            Ok(json!({"deleted": deleted, "key": key}))
-        }
-        _ => Err(unknown_tool(name, &definitions)),
-    }
+    let (tool, call) = call::parse(&*KEY_TOOLS, name, arguments)?;
+    call.run(memory).await.map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
 }
 
-/// Runs one call of a fact tool (from [`fact_definitions`]) against `facts` in `scope` and
-/// returns its JSON result.
+/// Runs one call of a fact tool (from [`fact_definitions`](super::fact_definitions())) against
+/// `facts` in `scope` and returns its JSON result.
 ///
 /// | tool | result |
 /// | --- | --- |
@@ -139,40 +79,68 @@ pub async fn dispatch_facts(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
-    const RENAMES: &[(&str, &str)] = &[("content", "text"), ("key", "fact_id")];
-    let definitions = fact_definitions();
-    let Some(definition) = definitions.iter().find(|d| d.name == name) else {
-        return Err(unknown_tool(name, &definitions));
-    };
-    let args = check_args(definition, arguments)?;
-    let context = |writes| Context { tool: definition.name, writes, renames: RENAMES };
-    match definition.name {
-        REMEMBER => {
-            let text = args.required_string("text")?;
-            if text.is_empty() {
-                return Err(ToolError::invalid("text", "`text` must not be empty"));
+    let (tool, call) = call::parse(&*FACT_TOOLS, name, arguments)?;
+    call.run(facts, scope).await.map_err(|err| ToolError::from_memory(err, tool, FACT_FIELD_NAMES))
+}
+
+impl KeyToolCall {
+    /// Runs the call against `memory`.
+    async fn run(self, memory: &ScopedMemory) -> Result<Value, MemoryError> {
+        match self {
+            Self::Save { key, content, metadata, expires_in, expected_revision } => {
+                let write = MemoryWrite::new(content)
+                    .metadata(Value::Object(metadata.unwrap_or_default()))
+                    .expiry(expires_in.map(|after| Timestamp::now().saturating_add(after)))
+                    .condition_is(
+                        expected_revision.map_or(WriteCondition::Always, WriteCondition::Revision),
+                    );
+                let record = memory.put(&key, write).await?;
+                Ok(json!({"saved": true, "memory": record_json(&record)}))
             }
-            let fact = facts.remember(scope, text).await.map_err(|e| context(true).error(e))?;
-            Ok(json!({"remembered": true, "fact": fact_json(&fact)}))
+            Self::Get { key } => {
+                validation::key(&key)?;
+                let record = memory.get(&key).await?;
+                Ok(json!({
+                    "found": record.is_some(),
+                    "memory": record.as_ref().map(record_json),
+                    "note": DATA_NOTE,
+                }))
+            }
+            Self::List { page } => Ok(page_json(&memory.list(page).await?)),
+            Self::Search { query, page } => Ok(page_json(&memory.search(&query, page).await?)),
+            Self::Delete { key, expected_revision } => {
+                validation::key(&key)?;
+                let deleted = memory.delete(&key, expected_revision.as_ref()).await?;
+                Ok(json!({"deleted": deleted, "key": key}))
+            }
         }
-        FORGET => {
-            let id = args.required_string("fact_id")?;
-            validation::key(id).map_err(|e| context(false).error(e))?;
-            let forgotten = facts.forget(scope, id).await.map_err(|e| context(true).error(e))?;
-            Ok(json!({"forgotten": forgotten, "fact_id": id}))
+    }
+}
+
+impl FactToolCall {
+    /// Runs the call against `facts` in `scope`.
+    async fn run(self, facts: &Facts, scope: &MemoryScope) -> Result<Value, MemoryError> {
+        match self {
+            Self::Remember { text } => {
+                let fact = facts.remember(scope, &text).await?;
+                Ok(json!({"remembered": true, "fact": fact_json(&fact)}))
+            }
+            Self::Forget { fact_id } => {
+                validation::key(&fact_id)?;
+                let forgotten = facts.forget(scope, &fact_id).await?;
+                Ok(json!({"forgotten": forgotten, "fact_id": fact_id}))
+            }
+            Self::Recall { limit } => {
+                let mut all = facts.recall(scope, None).await?;
+                let total = all.len();
+                all.truncate(limit);
+                Ok(json!({
+                    "facts": all.iter().map(fact_json).collect::<Vec<_>>(),
+                    "total": total,
+                    "truncated": total > all.len(),
+                    "note": DATA_NOTE,
+                }))
+            }
         }
-        RECALL => {
-            let limit = args.limit(MAX_PAGE_LIMIT)?;
-            let mut all = facts.recall(scope, None).await.map_err(|e| context(false).error(e))?;
-            let total = all.len();
-            all.truncate(limit);
-            Ok(json!({
-                "facts": all.iter().map(fact_json).collect::<Vec<_>>(),
-                "total": total,
-                "truncated": total > all.len(),
-                "note": DATA_NOTE,
-            }))
-        }
-        _ => Err(unknown_tool(name, &definitions)),
     }
 }

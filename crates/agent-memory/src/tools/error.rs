@@ -36,18 +36,6 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub(super) fn new(
-        kind: ToolErrorKind,
-        field: Option<&str>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self { kind, field: field.map(str::to_owned), message: message.into() }
-    }
-
-    pub(super) fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Self::new(ToolErrorKind::InvalidArguments, Some(field), message)
-    }
-
     /// The kind of failure.
     pub fn kind(&self) -> ToolErrorKind {
         self.kind
@@ -78,76 +66,100 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-/// How one tool names the library's fields, and whether it writes.
-pub(super) struct Context {
-    pub(super) tool: &'static str,
-    pub(super) writes: bool,
-    pub(super) renames: &'static [(&'static str, &'static str)],
-}
+/// How a tool set's arguments name the library's fields, as `(library field, argument)` pairs.
+pub(super) type FieldNames = &'static [(&'static str, &'static str)];
 
-impl Context {
-    pub(super) fn error(&self, err: MemoryError) -> ToolError {
+/// The key tools pass a revision as `expected_revision` and an expiry as a duration.
+pub(super) const KEY_FIELD_NAMES: FieldNames = &[
+    ("revision", "expected_revision"),
+    ("expires_at", "expires_in_seconds"),
+    ("timestamp", "expires_in_seconds"),
+];
+
+/// The fact tools store a fact's text as the content and its id as the key.
+pub(super) const FACT_FIELD_NAMES: FieldNames = &[("content", "text"), ("key", "fact_id")];
+
+// Constructors, for the parsers and dispatchers of this module only.
+impl ToolError {
+    pub(super) fn new(
+        kind: ToolErrorKind,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self { kind, field: field.map(str::to_owned), message: message.into() }
+    }
+
+    /// Invalid arguments, blaming `field`.
+    pub(super) fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArguments, Some(field), message)
+    }
+
+    /// `err` from running `tool`, told in the model's terms: the argument at fault under the
+    /// name in `names`, "read the key again" for a conflict, and for any other failure only that
+    /// the store is unavailable (the provider's error goes to the operators' log).
+    pub(super) fn from_memory(err: MemoryError, tool: &ToolDefinition, names: FieldNames) -> Self {
         match err {
             MemoryError::Invalid { field, reason } => {
                 if field == "cursor" {
-                    return bad_cursor(self.tool, &reason);
+                    return Self::bad_cursor(tool.name, &reason);
                 }
-                let field = self
-                    .renames
-                    .iter()
-                    .find(|(from, _)| *from == field)
-                    .map_or(field, |(_, to)| *to);
-                ToolError::invalid(field, format!("invalid `{field}`: {reason}"))
+                let field =
+                    names.iter().find(|(from, _)| *from == field).map_or(field, |(_, to)| *to);
+                Self::invalid(field, format!("invalid `{field}`: {reason}"))
             }
-            MemoryError::Conflict { .. } => ToolError::new(
+            MemoryError::Conflict { .. } => Self::new(
                 ToolErrorKind::Conflict,
                 Some("expected_revision"),
                 format!(
                     "revision is stale: the memory changed or was deleted after you read it. Read \
                      the key again with {MEMORY_GET}, then decide whether to retry {} with its \
                      current revision.",
-                    self.tool
+                    tool.name
                 ),
             ),
             other => {
                 let source = std::error::Error::source(&other).map(ToString::to_string);
-                tracing::warn!(tool = self.tool, error = %other, source = ?source, "memory tool failed");
+                tracing::warn!(tool = tool.name, error = %other, source = ?source, "memory tool failed");
                 let mut message = "the memory store is unavailable; try again later.".to_owned();
-                if self.writes {
+                // Only a tool that changes something can have half-done its work.
+                if !tool.annotations.read_only {
                     message.push_str(
                         " The change may or may not have been stored: read it back before \
                          trying again.",
                     );
                 }
-                ToolError::new(ToolErrorKind::Unavailable, None, message)
+                Self::new(ToolErrorKind::Unavailable, None, message)
             }
         }
     }
-}
 
-pub(super) const KEY_RENAMES: &[(&str, &str)] = &[
-    ("revision", "expected_revision"),
-    ("expires_at", "expires_in_seconds"),
-    ("timestamp", "expires_in_seconds"),
-];
+    /// No tool called `name` among `available`.
+    pub(super) fn unknown_tool<'n>(
+        name: &str,
+        available: impl IntoIterator<Item = &'n str>,
+    ) -> Self {
+        let available: Vec<&str> = available.into_iter().collect();
+        Self::new(
+            ToolErrorKind::UnknownTool,
+            None,
+            format!(
+                "unknown tool `{}`; available tools: {}",
+                printable(name),
+                available.join(", ")
+            ),
+        )
+    }
 
-pub(super) fn unknown_tool(name: &str, definitions: &[ToolDefinition]) -> ToolError {
-    let names: Vec<&str> = definitions.iter().map(|d| d.name).collect();
-    ToolError::new(
-        ToolErrorKind::UnknownTool,
-        None,
-        format!("unknown tool `{}`; available tools: {}", printable(name), names.join(", ")),
-    )
-}
-
-pub(super) fn bad_cursor(tool: &str, reason: &str) -> ToolError {
-    ToolError::invalid(
-        "cursor",
-        format!(
-            "`cursor` {reason}; pass next_cursor from the previous {tool} result unchanged, or \
-             leave cursor out to start from the beginning"
-        ),
-    )
+    /// A `cursor` argument of `tool` that is not one of its `next_cursor` values, for `reason`.
+    pub(super) fn bad_cursor(tool: &str, reason: &str) -> Self {
+        Self::invalid(
+            "cursor",
+            format!(
+                "`cursor` {reason}; pass next_cursor from the previous {tool} result unchanged, \
+                 or leave cursor out to start from the beginning"
+            ),
+        )
+    }
 }
 
 /// An argument name as it may appear in a message: at most 64 characters, controls replaced.
