@@ -1,0 +1,173 @@
+//! Model-facing errors: [`ToolError`], its [`ToolErrorKind`], and how a [`MemoryError`] is
+//! told to the model.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::definitions::{ToolDefinition, MEMORY_GET};
+use crate::error::MemoryError;
+
+/// What kind of failure a [`ToolError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// No tool of that name in this tool set.
+    UnknownTool,
+    /// The arguments broke the schema or a limit; fix them, do not retry as is.
+    InvalidArguments,
+    /// A revision check failed: read the key again.
+    Conflict,
+    /// The memory store failed; a write may or may not have happened.
+    Unavailable,
+}
+
+/// A failed tool call, with a message written for the model.
+///
+/// The message names the argument and the rule it broke, or says what to do next; it never
+/// contains provider internals, connection details or stored content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    kind: ToolErrorKind,
+    field: Option<String>,
+    message: String,
+}
+
+impl ToolError {
+    /// The kind of failure.
+    pub fn kind(&self) -> ToolErrorKind {
+        self.kind
+    }
+
+    /// The argument at fault, when one is.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// The message for the model.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The error as a JSON object, for runtimes that return tool errors as results:
+    /// `{"error": {"kind": "conflict", "field": null, "message": "…"}}`.
+    pub fn to_json(&self) -> Value {
+        json!({"error": {"kind": self.kind, "field": self.field, "message": self.message}})
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// How a tool set's arguments name the library's fields, as `(library field, argument)` pairs.
+pub(super) type FieldNames = &'static [(&'static str, &'static str)];
+
+/// The key tools pass a revision as `expected_revision` and an expiry as a duration.
+pub(super) const KEY_FIELD_NAMES: FieldNames = &[
+    ("revision", "expected_revision"),
+    ("expires_at", "expires_in_seconds"),
+    ("timestamp", "expires_in_seconds"),
+];
+
+/// The fact tools store a fact's text as the content and its id as the key.
+pub(super) const FACT_FIELD_NAMES: FieldNames = &[("content", "text"), ("key", "fact_id")];
+
+// Constructors, for the parsers and dispatchers of this module only.
+impl ToolError {
+    pub(super) fn new(
+        kind: ToolErrorKind,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self { kind, field: field.map(str::to_owned), message: message.into() }
+    }
+
+    /// Invalid arguments, blaming `field`.
+    pub(super) fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArguments, Some(field), message)
+    }
+
+    /// `err` from running `tool`, told in the model's terms: the argument at fault under the
+    /// name in `names`, "read the key again" for a conflict, and for any other failure only that
+    /// the store is unavailable (the provider's error goes to the operators' log).
+    pub(super) fn from_memory(err: MemoryError, tool: &ToolDefinition, names: FieldNames) -> Self {
+        match err {
+            MemoryError::Invalid { field, reason } => {
+                if field == "cursor" {
+                    return Self::bad_cursor(tool.name, &reason);
+                }
+                let field =
+                    names.iter().find(|(from, _)| *from == field).map_or(field, |(_, to)| *to);
+                Self::invalid(field, format!("invalid `{field}`: {reason}"))
+            }
+            MemoryError::Conflict { .. } => Self::new(
+                ToolErrorKind::Conflict,
+                Some("expected_revision"),
+                format!(
+                    "revision is stale: the memory changed or was deleted after you read it. Read \
+                     the key again with {MEMORY_GET}, then decide whether to retry {} with its \
+                     current revision.",
+                    tool.name
+                ),
+            ),
+            other => {
+                let source = std::error::Error::source(&other).map(ToString::to_string);
+                tracing::warn!(tool = tool.name, error = %other, source = ?source, "memory tool failed");
+                let mut message = "the memory store is unavailable; try again later.".to_owned();
+                // Only a tool that changes something can have half-done its work.
+                if !tool.annotations.read_only {
+                    message.push_str(
+                        " The change may or may not have been stored: read it back before \
+                         trying again.",
+                    );
+                }
+                Self::new(ToolErrorKind::Unavailable, None, message)
+            }
+        }
+    }
+
+    /// No tool called `name` among `available`.
+    pub(super) fn unknown_tool<'n>(
+        name: &str,
+        available: impl IntoIterator<Item = &'n str>,
+    ) -> Self {
+        let available: Vec<&str> = available.into_iter().collect();
+        Self::new(
+            ToolErrorKind::UnknownTool,
+            None,
+            format!(
+                "unknown tool `{}`; available tools: {}",
+                printable(name),
+                available.join(", ")
+            ),
+        )
+    }
+
+    /// A `cursor` argument of `tool` that is not one of its `next_cursor` values, for `reason`.
+    pub(super) fn bad_cursor(tool: &str, reason: &str) -> Self {
+        Self::invalid(
+            "cursor",
+            format!(
+                "`cursor` {reason}; pass next_cursor from the previous {tool} result unchanged, \
+                 or leave cursor out to start from the beginning"
+            ),
+        )
+    }
+}
+
+/// An argument name as it may appear in a message: at most 64 characters, controls replaced.
+pub(super) fn printable(name: &str) -> String {
+    let mut out: String =
+        name.chars().take(64).map(|c| if c.is_control() { '?' } else { c }).collect();
+    if name.chars().count() > 64 {
+        out.push('…');
+    }
+    out
+}
