@@ -13,7 +13,7 @@ use crate::scope::MemoryScope;
 use crate::scoped::ScopedMemory;
 use crate::time::Timestamp;
 use crate::validation;
-use crate::write::{MemoryWrite, WriteCondition};
+use crate::write::MemoryWrite;
 
 /// Runs one call of a key-based tool (from [`definitions`](super::definitions())) against
 /// `memory` and returns its JSON result.
@@ -88,12 +88,12 @@ impl KeyToolCall {
     async fn run(self, memory: &ScopedMemory) -> Result<Value, MemoryError> {
         match self {
             Self::Save { key, content, metadata, expires_in, expected_revision } => {
-                let write = MemoryWrite::new(content)
+                let mut write = MemoryWrite::new(content)
                     .metadata(Value::Object(metadata.unwrap_or_default()))
-                    .expiry(expires_in.map(|after| Timestamp::now().saturating_add(after)))
-                    .condition_is(
-                        expected_revision.map_or(WriteCondition::Always, WriteCondition::Revision),
-                    );
+                    .expires_at_opt(expires_in.map(|after| Timestamp::now().saturating_add(after)));
+                if let Some(revision) = expected_revision {
+                    write = write.expected_revision(revision);
+                }
                 let record = memory.put(&key, write).await?;
                 Ok(json!({"saved": true, "memory": record_json(&record)}))
             }
