@@ -2,9 +2,9 @@
 //!
 //! The main scenario is driven by an independent client, the official MCP Python SDK
 //! (`tests/mcp_client.py`), run with the interpreter named by `AGENT_MEMORY_TEST_PYTHON`
-//! (`.ci/run` creates that virtual environment). The other tests speak raw JSON-RPC to check
-//! the process itself: stdout carries only protocol messages and the server exits cleanly when
-//! the client closes stdin.
+//! (`scripts/test` creates that virtual environment and sets it). The other tests speak raw
+//! JSON-RPC to check the process itself: stdout carries only protocol messages and the server
+//! exits cleanly when the client closes stdin.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -14,20 +14,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod support;
+
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
 /// The binary with no `AGENT_MEMORY_*` variables and a private home, so no test can reach the
 /// developer's own memories.
 fn server_command(home: &Path) -> Command {
     let mut cmd = Command::new(BINARY);
-    for var in [
-        "AGENT_MEMORY_STORE",
-        "AGENT_MEMORY_APP",
-        "AGENT_MEMORY_USER",
-        "AGENT_MEMORY_NAMESPACE",
-        "AGENT_MEMORY_LOG",
-        "RUST_LOG",
-    ] {
+    for var in support::CLEARED_ENV {
         cmd.env_remove(var);
     }
     cmd.env("HOME", home).env("XDG_DATA_HOME", home.join("data"));
@@ -53,13 +48,13 @@ fn python() -> PathBuf {
     match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
         Some(python) if !python.is_empty() => PathBuf::from(python),
         _ => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            let ci = agent_memory_testkit::util::ci();
             panic!(
                 "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP end-to-end test needs a Python \
                  with the official MCP SDK; create one with\n  python3 -m venv \
                  ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
                  'mcp>=1.2,<2'\nand run\n  export \
-                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(.ci/run \
+                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(scripts/test \
                  does both).",
                 if ci { " under CI=true" } else { "" }
             )

@@ -4,8 +4,10 @@
 //!
 //! Each fixture first honours an environment variable naming an existing server
 //! (`AGENT_MEMORY_TEST_POSTGRES_URL`, `AGENT_MEMORY_TEST_REDIS_URL`), and otherwise starts its
-//! own from the binaries `.ci/run` installs. Under `CI=true` a fixture that cannot get a server
-//! panics: backend tests never pass silently.
+//! own from the binaries `scripts/test` installs. Under `CI=true` a fixture that cannot get a
+//! server panics: backend tests never pass silently. The ports, failures and watchdogs all
+//! fixtures share are in [`util`].
 
 pub mod postgres;
 pub mod redis;
+pub mod util;

@@ -5,7 +5,7 @@
 //! - [`PostgresServer`]: an owned server in its own temporary directory, for tests that
 //!   restart or stop it; stopped when dropped.
 //!
-//! Servers run from the highest version under `/usr/lib/postgresql/*/bin` (what `.ci/run`
+//! Servers run from the highest version under `/usr/lib/postgresql/*/bin` (what `scripts/test`
 //! installs), or from the directory in `AGENT_MEMORY_TEST_POSTGRES_BIN`. PostgreSQL refuses to
 //! run as root, so when the tests run as root the data directory is handed to the `postgres`
 //! system user and `initdb`/`pg_ctl` run through `runuser -u postgres --`. Authentication is
@@ -14,12 +14,13 @@
 //! abort. A fixture that cannot get a server panics with what to install; under `CI=true` it
 //! says so loudly, because backend tests never pass silently.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use tempfile::TempDir;
+
+use crate::util::{free_port, sh_quote, Needs, Watchdog};
 
 /// The environment variable naming an existing PostgreSQL server for the tests
 /// (`postgres://user:password@host:port/database`).
@@ -49,20 +50,8 @@ pub fn shared_url() -> String {
     SHARED.get_or_init(PostgresServer::start).url()
 }
 
-/// Fails a fixture loudly: under CI the backend tests must not be skipped or pass silently.
-fn fail(what: &str) -> ! {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    if ci {
-        panic!(
-            "CI=true but no PostgreSQL server could be started for the tests: {what}. \
-             .ci/run installs postgresql; or set {URL_ENV}."
-        );
-    }
-    panic!(
-        "no PostgreSQL server for the tests: {what}. Install postgresql (Debian: apt-get \
-         install postgresql), or set {URL_ENV}."
-    );
-}
+/// What the fixtures need; [`Needs::fail`] names it when a server cannot start.
+const NEEDS: Needs = Needs { server: "PostgreSQL", packages: &["postgresql"], url_env: URL_ENV };
 
 /// The directory holding `initdb` and `pg_ctl`.
 fn bin_dir() -> PathBuf {
@@ -70,7 +59,7 @@ fn bin_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let versions = std::fs::read_dir("/usr/lib/postgresql")
-        .unwrap_or_else(|e| fail(&format!("cannot read /usr/lib/postgresql: {e}")));
+        .unwrap_or_else(|e| NEEDS.fail(&format!("cannot read /usr/lib/postgresql: {e}")));
     versions
         .filter_map(|entry| entry.ok())
         .filter_map(|entry| {
@@ -80,7 +69,7 @@ fn bin_dir() -> PathBuf {
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, bin)| bin)
-        .unwrap_or_else(|| fail("no /usr/lib/postgresql/*/bin/initdb"))
+        .unwrap_or_else(|| NEEDS.fail("no /usr/lib/postgresql/*/bin/initdb"))
 }
 
 fn running_as_root() -> bool {
@@ -88,18 +77,6 @@ fn running_as_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-}
-
-/// A free loopback TCP port, as reported by the OS at this instant.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind(("127.0.0.1", 0))
-        .unwrap_or_else(|e| fail(&format!("cannot bind a loopback port: {e}")));
-    listener.local_addr().map(|addr| addr.port()).unwrap_or_else(|e| fail(&e.to_string()))
-}
-
-/// Quotes a word for `sh`.
-fn sh_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// One PostgreSQL server (a fresh cluster) on a loopback port, in its own temporary directory.
@@ -120,7 +97,7 @@ pub struct PostgresServer {
     settings: Vec<String>,
     dir: TempDir,
     running: bool,
-    watchdog: Option<Child>,
+    watchdog: Option<Watchdog>,
 }
 
 impl PostgresServer {
@@ -153,18 +130,18 @@ impl PostgresServer {
         let dir = tempfile::Builder::new()
             .prefix("agent-memory-pg-")
             .tempdir()
-            .unwrap_or_else(|e| fail(&format!("cannot create a temporary directory: {e}")));
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot create a temporary directory: {e}")));
         let sockets = dir.path().join("sockets");
         std::fs::create_dir(&sockets)
-            .unwrap_or_else(|e| fail(&format!("cannot create the socket directory: {e}")));
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot create the socket directory: {e}")));
         if as_postgres {
             let out = Command::new("chown")
                 .args(["-R", "postgres:"])
                 .arg(dir.path())
                 .output()
-                .unwrap_or_else(|e| fail(&format!("cannot run chown: {e}")));
+                .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run chown: {e}")));
             if !out.status.success() {
-                fail(&format!(
+                NEEDS.fail(&format!(
                     "cannot hand the data directory to the postgres user (is there one? \
                      `useradd --system postgres`): {}",
                     String::from_utf8_lossy(&out.stderr).trim()
@@ -197,7 +174,7 @@ impl PostgresServer {
             ],
         );
         if !out.status.success() {
-            fail(&format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            NEEDS.fail(&format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
         server.watchdog = Some(server.spawn_watchdog());
         // A port found free can be taken before the server binds it: try a few.
@@ -209,7 +186,7 @@ impl PostgresServer {
                 Err(e) => last_error = e,
             }
         }
-        fail(&format!("the server did not start: {last_error}"))
+        NEEDS.fail(&format!("the server did not start: {last_error}"))
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/postgres` (trust authentication, no password).
@@ -340,12 +317,12 @@ impl PostgresServer {
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run {}: {e}", program.display())))
     }
 
-    /// A shell that waits for this test process to exit, then stops the server and removes its
-    /// directory.
-    fn spawn_watchdog(&self) -> Child {
+    /// A watchdog that stops the server and removes its directory once this test process is
+    /// gone.
+    fn spawn_watchdog(&self) -> Watchdog {
         let pg_ctl = self.bin.join("pg_ctl");
         let stop = format!(
             "{}{} -D {} -m immediate -w -t 30 stop",
@@ -353,24 +330,13 @@ impl PostgresServer {
             sh_quote(path_str(&pg_ctl)),
             sh_quote(path_str(&self.data_dir())),
         );
-        let script = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop} >/dev/null 2>&1; \
-             rm -rf {dir}",
-            pid = std::process::id(),
-            dir = sh_quote(path_str(self.dir.path())),
-        );
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| fail(&format!("cannot start the watchdog shell: {e}")))
+        let dir = sh_quote(path_str(self.dir.path()));
+        Watchdog::spawn(&format!("{stop} >/dev/null 2>&1; rm -rf {dir}"), None)
     }
 }
 
 fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap_or_else(|| fail("the temporary directory path is not UTF-8"))
+    path.to_str().unwrap_or_else(|| NEEDS.fail("the temporary directory path is not UTF-8"))
 }
 
 impl Drop for PostgresServer {
@@ -383,9 +349,7 @@ impl Drop for PostgresServer {
             );
             self.running = false;
         }
-        if let Some(mut watchdog) = self.watchdog.take() {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        // The server is down: its watchdog has nothing left to do.
+        drop(self.watchdog.take());
     }
 }

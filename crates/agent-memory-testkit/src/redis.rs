@@ -14,7 +14,7 @@
 //! silently.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -22,6 +22,8 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::util::{free_port, Needs, Watchdog};
 
 /// The environment variable naming an existing Redis server for the tests.
 pub const URL_ENV: &str = "AGENT_MEMORY_TEST_REDIS_URL";
@@ -67,27 +69,9 @@ fn env_url(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|url| !url.trim().is_empty())
 }
 
-/// Fails a fixture loudly: under CI the backend tests must not be skipped or pass silently.
-fn fail(what: &str) -> ! {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    if ci {
-        panic!(
-            "CI=true but no Redis server could be started for the tests: {what}. \
-             .ci/run installs redis-server and redis-tools; or set {URL_ENV}."
-        );
-    }
-    panic!(
-        "no Redis server for the tests: {what}. Install redis-server and redis-tools \
-         (Debian: apt-get install redis-server redis-tools), or set {URL_ENV}."
-    );
-}
-
-/// A free loopback TCP port, as reported by the OS at this instant.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind(("127.0.0.1", 0))
-        .unwrap_or_else(|e| fail(&format!("cannot bind a loopback port: {e}")));
-    listener.local_addr().map(|addr| addr.port()).unwrap_or_else(|e| fail(&e.to_string()))
-}
+/// What the fixtures need; [`Needs::fail`] names it when a server cannot start.
+const NEEDS: Needs =
+    Needs { server: "Redis", packages: &["redis-server", "redis-tools"], url_env: URL_ENV };
 
 /// Sends inline commands and returns the raw replies once `until` appears in them, or `None`
 /// when the server does not answer in time.
@@ -125,7 +109,7 @@ pub struct RedisServer {
     args: Vec<String>,
     dir: TempDir,
     process: Option<Child>,
-    watchdog: Option<Child>,
+    watchdog: Option<Watchdog>,
 }
 
 impl RedisServer {
@@ -146,10 +130,10 @@ impl RedisServer {
         let mut last_error = String::new();
         // A port found free can be taken before the server binds it: try a few.
         for _ in 0..5 {
-            let dir = tempfile::Builder::new()
-                .prefix("agent-memory-redis-")
-                .tempdir()
-                .unwrap_or_else(|e| fail(&format!("cannot create a temporary directory: {e}")));
+            let dir =
+                tempfile::Builder::new().prefix("agent-memory-redis-").tempdir().unwrap_or_else(
+                    |e| NEEDS.fail(&format!("cannot create a temporary directory: {e}")),
+                );
             let mut server =
                 Self { port: free_port(), args: args.clone(), dir, process: None, watchdog: None };
             match server.spawn() {
@@ -157,7 +141,7 @@ impl RedisServer {
                 Err(e) => last_error = e,
             }
         }
-        fail(&last_error)
+        NEEDS.fail(&last_error)
     }
 
     /// `redis://127.0.0.1:PORT` (with the password, when `--requirepass` was given).
@@ -197,7 +181,7 @@ impl RedisServer {
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| fail(&format!("cannot run redis-cli: {e}")));
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run redis-cli: {e}")));
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
@@ -230,7 +214,7 @@ impl RedisServer {
                 }
             }
         }
-        fail(&format!("restart failed: {last_error}"))
+        NEEDS.fail(&format!("restart failed: {last_error}"))
     }
 
     /// Kills the server (SIGKILL) without starting it again.
@@ -239,10 +223,7 @@ impl RedisServer {
             let _ = child.kill();
             let _ = child.wait();
         }
-        if let Some(mut watchdog) = self.watchdog.take() {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        drop(self.watchdog.take());
     }
 
     fn spawn(&mut self) -> Result<(), String> {
@@ -258,7 +239,10 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot run redis-server: {e}"))?;
-        self.watchdog = Some(watchdog(child.id()));
+        // Kills the server once this test process is gone (or ends with the server itself).
+        let pid = child.id();
+        self.watchdog =
+            Some(Watchdog::spawn(&format!("kill -9 {pid} 2>/dev/null; exit 0"), Some(pid)));
         self.process = Some(child);
         self.wait_ready(&log)
     }
@@ -291,22 +275,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// A shell loop that kills `pid` once this test process is gone (or `pid` itself exits).
-fn watchdog(pid: u32) -> Child {
-    let me = std::process::id();
-    let script = format!(
-        "while kill -0 {me} 2>/dev/null && kill -0 {pid} 2>/dev/null; do sleep 1; done; \
-         kill -9 {pid} 2>/dev/null; exit 0"
-    );
-    Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| fail(&format!("cannot start the watchdog shell: {e}")))
 }
 
 /// A three-master Redis Cluster (no replicas) on loopback ports, each node in its own
@@ -352,9 +320,9 @@ impl RedisCluster {
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| fail(&format!("cannot run redis-cli: {e}")));
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run redis-cli: {e}")));
         if !output.status.success() {
-            fail(&format!(
+            NEEDS.fail(&format!(
                 "redis-cli --cluster create failed: {}{}",
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
@@ -373,7 +341,7 @@ impl RedisCluster {
             }
             sleep(Duration::from_millis(50));
         }
-        fail("the cluster did not reach cluster_state:ok in time")
+        NEEDS.fail("the cluster did not reach cluster_state:ok in time")
     }
 
     /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`, the form

@@ -3,6 +3,7 @@
 
 mod support {
     pub mod model;
+    pub mod strategies;
 }
 
 use std::sync::Arc;

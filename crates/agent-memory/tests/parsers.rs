@@ -4,16 +4,17 @@
 //!
 //! `AGENT_MEMORY_FUZZ_CASES` raises the case count (default 2,000 per property).
 
+mod support {
+    pub mod strategies;
+}
+
 use agent_memory::provider::{key_cursor, CursorKind};
 use agent_memory::{
     validation, Cursor, MemoryError, MemoryRecord, MemoryScope, MemoryWrite, PageRequest, Revision,
     Source, Timestamp,
 };
 use proptest::prelude::*;
-
-fn cases() -> u32 {
-    std::env::var("AGENT_MEMORY_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000)
-}
+use support::strategies::{awkward_ascii, fuzz_cases, json_tree, JsonShape};
 
 fn invalid_or_ok<T>(result: Result<T, MemoryError>) -> Result<(), TestCaseError> {
     match result {
@@ -23,16 +24,17 @@ fn invalid_or_ok<T>(result: Result<T, MemoryError>) -> Result<(), TestCaseError>
 }
 
 /// Strings biased towards the characters that break careless code.
-fn hostile_text() -> impl Strategy<Value = String> {
+fn hostile_text() -> BoxedStrategy<String> {
     prop_oneof![
         any::<String>(),
-        "[\\x00-\\x1f%_*\\\\:/{}'\"`;<>a-zA-Z0-9 -]{0,300}",
+        awkward_ascii(300),
         proptest::collection::vec(any::<char>(), 0..80).prop_map(|c| c.into_iter().collect()),
     ]
+    .boxed()
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(2_000), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn any_cursor_text_parses_or_is_invalid(token in hostile_text()) {
@@ -106,21 +108,8 @@ proptest! {
     }
 }
 
-fn arb_json() -> impl Strategy<Value = serde_json::Value> {
-    use serde_json::Value;
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        hostile_text().prop_map(Value::String),
-    ];
-    leaf.prop_recursive(40, 400, 6, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            proptest::collection::btree_map(hostile_text(), inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+fn arb_json() -> BoxedStrategy<serde_json::Value> {
+    json_tree(hostile_text(), JsonShape { depth: 40, size: 400, branch: 6, floats: false })
 }
 
 #[test]

@@ -1,4 +1,3 @@
-#![cfg(feature = "postgres")]
 //! The PostgreSQL provider against a real server: the whole conformance suite, plus the
 //! provider's own promises (schema setup and checks, bounded search and erasure, recovery
 //! from dead connections and server restarts, two replicas on one table).
@@ -9,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_memory::conformance::Fixture;
+use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::{
     MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore,
 };
@@ -541,10 +540,7 @@ async fn a_server_restart_fails_the_operation_in_flight_and_the_pool_recovers() 
 #[tokio::test]
 async fn errors_and_debug_output_never_show_the_password() {
     // Nothing listens on this port, so start fails while connecting.
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = agent_memory_testkit::util::free_port();
     let password = "hunter2-very-secret";
     let url = format!("postgres://someone:{password}@127.0.0.1:{port}/db?connect_timeout=2");
     let store = PostgresMemoryStore::builder(&url)
@@ -619,16 +615,8 @@ async fn two_replicas_see_each_other_and_race_compare_and_set_correctly() {
     drop(counter);
     let increments = |store: Arc<PostgresMemoryStore>, s: MemoryScope| async move {
         for _ in 0..25 {
-            loop {
-                let now = store.get(&s, "counter").await.expect("get").expect("present");
-                let next = now.content.parse::<u64>().expect("a number") + 1;
-                let write = MemoryWrite::new(next.to_string()).expected_revision(now.revision);
-                match store.put(&s, "counter", write).await {
-                    Ok(_) => break,
-                    Err(e) if e.is_conflict() => continue,
-                    Err(e) => panic!("{e}"),
-                }
-            }
+            let won = increment_counter(store.as_ref(), &s, "counter").await;
+            assert!(!won.unwrap_or_else(|e| panic!("{e}")).created, "present");
         }
     };
     let ta = tokio::spawn(increments(Arc::clone(&a), s.clone()));

@@ -1,4 +1,3 @@
-#![cfg(feature = "redis")]
 //! The Redis provider against real single servers: the whole conformance suite on a shared
 //! server, plus erasure, durability and fault tests on servers of their own.
 
@@ -7,27 +6,20 @@ use std::error::Error as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_memory::conformance::Fixture;
 use agent_memory::{
     MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore, Timestamp,
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
 
-#[cfg(feature = "conformance")]
-mod conformance {
-    use std::sync::Arc;
-
-    use agent_memory::conformance::Fixture;
-    use agent_memory::RedisMemoryStore;
-
-    async fn store() -> Fixture {
-        let url = agent_memory_testkit::redis::shared_url();
-        let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
-        // A second instance with its own connection: another replica of the service.
-        Fixture::new(open()).with_replica(open())
-    }
-
-    agent_memory::conformance_tests!(store);
+async fn store() -> Fixture {
+    let url = shared_url();
+    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
+    // A second instance with its own connection: another replica of the service.
+    Fixture::new(open()).with_replica(open())
 }
+
+agent_memory::conformance_tests!(store);
 
 fn app() -> String {
     format!("redis-test-{}", uuid::Uuid::new_v4().simple())

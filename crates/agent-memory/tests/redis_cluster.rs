@@ -1,28 +1,21 @@
-#![cfg(feature = "redis")]
 //! The Redis provider against a real three-master Redis Cluster: the whole conformance suite on
 //! a shared cluster, plus erasure and reconnection on a cluster of its own.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_memory::conformance::Fixture;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::{shared_cluster_url, RedisCluster};
 
-#[cfg(feature = "conformance")]
-mod conformance {
-    use std::sync::Arc;
-
-    use agent_memory::conformance::Fixture;
-    use agent_memory::RedisMemoryStore;
-
-    async fn store() -> Fixture {
-        let url = agent_memory_testkit::redis::shared_cluster_url();
-        let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
-        // A second instance with its own connection: another replica of the service.
-        Fixture::new(open()).with_replica(open())
-    }
-
-    agent_memory::conformance_tests!(store);
+async fn store() -> Fixture {
+    let url = shared_cluster_url();
+    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
+    // A second instance with its own connection: another replica of the service.
+    Fixture::new(open()).with_replica(open())
 }
+
+agent_memory::conformance_tests!(store);
 
 fn app() -> String {
     format!("redis-cluster-test-{}", uuid::Uuid::new_v4().simple())

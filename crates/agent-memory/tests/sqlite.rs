@@ -1,98 +1,25 @@
-#![cfg(feature = "sqlite")]
 //! The SQLite provider: the whole conformance suite on a fresh file per case, then what only a
 //! file-backed store has to prove: restarts, several stores and processes on one file, a
 //! process killed mid-write, files that are not ours, and read-only files.
 
-use std::io::{BufRead, BufReader, Write};
+mod support {
+    pub mod child;
+    pub mod errors;
+}
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_memory::conformance::Fixture;
+use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::sqlite::SqliteMemoryStore;
-use agent_memory::{
-    ManualClock, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, MemoryScope,
-    MemoryStore, MemoryWrite, NamespacePage, PageRequest, Revision,
-};
+use agent_memory::{ManualClock, MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest};
 use serde_json::json;
-use tempfile::TempDir;
-
-/// A store on a file in its own temporary folder, removed when the store is dropped.
-#[derive(Debug)]
-struct TempStore {
-    store: SqliteMemoryStore,
-    _dir: TempDir,
-}
-
-#[async_trait::async_trait]
-impl MemoryStore for TempStore {
-    async fn start(&self) -> agent_memory::Result<()> {
-        self.store.start().await
-    }
-    async fn close(&self) -> agent_memory::Result<()> {
-        self.store.close().await
-    }
-    async fn put(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        write: MemoryWrite,
-    ) -> agent_memory::Result<MemoryRecord> {
-        self.store.put(scope, key, write).await
-    }
-    async fn get(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-    ) -> agent_memory::Result<Option<MemoryRecord>> {
-        self.store.get(scope, key).await
-    }
-    async fn list(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> agent_memory::Result<MemoryPage> {
-        self.store.list(scope, page).await
-    }
-    async fn search(
-        &self,
-        scope: &MemoryScope,
-        query: &str,
-        page: PageRequest,
-    ) -> agent_memory::Result<MemoryPage> {
-        self.store.search(scope, query, page).await
-    }
-    async fn delete(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        expected_revision: Option<&Revision>,
-    ) -> agent_memory::Result<bool> {
-        self.store.delete(scope, key, expected_revision).await
-    }
-    async fn delete_all(&self, scope: &MemoryScope) -> agent_memory::Result<u64> {
-        self.store.delete_all(scope).await
-    }
-    async fn delete_user(&self, application_id: &str, user_id: &str) -> agent_memory::Result<u64> {
-        self.store.delete_user(application_id, user_id).await
-    }
-    async fn list_namespaces(
-        &self,
-        application_id: &str,
-        user_id: &str,
-        page: PageRequest,
-    ) -> agent_memory::Result<NamespacePage> {
-        self.store.list_namespaces(application_id, user_id, page).await
-    }
-    async fn purge_expired(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> agent_memory::Result<MemoryCleanupPage> {
-        self.store.purge_expired(scope, page).await
-    }
-}
+use support::child::{runtime, say, spawn_self};
+use support::errors::chain;
 
 async fn store() -> Fixture {
     let dir = tempfile::tempdir().expect("a temporary folder");
@@ -101,9 +28,8 @@ async fn store() -> Fixture {
     let store = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
     // A second store on the same file: another process's view, for the replica cases.
     let replica = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
-    Fixture::new(Arc::new(TempStore { store, _dir: dir }))
-        .with_clock(clock)
-        .with_replica(Arc::new(replica))
+    // The folder goes once the case has closed both stores.
+    Fixture::new(Arc::new(store)).with_clock(clock).with_replica(Arc::new(replica)).with_guard(dir)
 }
 
 agent_memory::conformance_tests!(store);
@@ -133,40 +59,6 @@ fn folder_listing(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Increments the counter at `key` with a compare-and-set loop; conflicts are retried,
-/// anything else is returned.
-async fn increment(
-    store: &dyn MemoryStore,
-    scope: &MemoryScope,
-    key: &str,
-) -> agent_memory::Result<()> {
-    loop {
-        let write = match store.get(scope, key).await? {
-            Some(current) => {
-                let n: u64 = current.content.parse().expect("a counter");
-                MemoryWrite::new((n + 1).to_string()).expected_revision(current.revision)
-            }
-            None => MemoryWrite::new("1").create_only(),
-        };
-        match store.put(scope, key, write).await {
-            Ok(_) => return Ok(()),
-            Err(MemoryError::Conflict { .. }) => continue,
-            Err(other) => return Err(other),
-        }
-    }
-}
-
-/// Formats an error with its whole source chain, for failure messages.
-fn chain(err: &MemoryError) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
-}
-
 // Child processes: the test binary runs itself with these variables set, and the named test
 // then plays the child's part instead of the parent's.
 const ROLE_VAR: &str = "AGENT_MEMORY_SQLITE_TEST_ROLE";
@@ -178,31 +70,8 @@ fn child_role() -> Option<(String, PathBuf)> {
     Some((role, PathBuf::from(file)))
 }
 
-fn spawn_self(test: &str, role: &str, file: &Path) -> Child {
-    Command::new(std::env::current_exe().expect("the test binary's path"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1", "--quiet"])
-        .env(ROLE_VAR, role)
-        .env(FILE_VAR, file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the test binary starts again as a child")
-}
-
-/// Prints one protocol line to the real stdout (not the test harness's capture) at once.
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    out.write_all(format!("{line}\n").as_bytes()).expect("stdout is writable");
-    out.flush().expect("stdout flushes");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+fn spawn_role(test: &str, role: &str, file: &Path) -> Child {
+    spawn_self(test, &[(ROLE_VAR, OsStr::new(role)), (FILE_VAR, file.as_os_str())])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,7 +225,7 @@ async fn two_stores_on_one_file_in_one_process() {
         let s = s.clone();
         tasks.push(tokio::spawn(async move {
             for i in 0..25 {
-                increment(store.as_ref(), &s, "counter").await.map_err(|e| chain(&e))?;
+                increment_counter(store.as_ref(), &s, "counter").await.map_err(|e| chain(&e))?;
                 let key = format!("t{task}-{i}");
                 store
                     .put(&s, &key, MemoryWrite::new(content_for(&key)))
@@ -395,7 +264,7 @@ fn two_processes_on_one_file() {
     }
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("shared.db");
-    let mut child = spawn_self("two_processes_on_one_file", "two-process-writer", &path);
+    let mut child = spawn_role("two_processes_on_one_file", "two-process-writer", &path);
     let stdout = child.stdout.take().expect("piped stdout");
     let mut lines = BufReader::new(stdout).lines();
     // Both processes race to create the schema, then write side by side.
@@ -429,7 +298,7 @@ async fn two_process_worker(path: &Path, who: &str, announce: bool) {
     store.start().await.unwrap_or_else(|e| panic!("{who}: start failed: {}", chain(&e)));
     let s = scope("two-processes");
     for i in 0..TWO_PROCESS_OPS {
-        increment(&store, &s, "counter")
+        increment_counter(&store, &s, "counter")
             .await
             .unwrap_or_else(|e| panic!("{who}: increment failed: {}", chain(&e)));
         let key = format!("{who}-{i}");
@@ -459,7 +328,7 @@ fn acknowledged_writes_survive_sigkill() {
     }
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("killed.db");
-    let mut child = spawn_self("acknowledged_writes_survive_sigkill", "sigkill-writer", &path);
+    let mut child = spawn_role("acknowledged_writes_survive_sigkill", "sigkill-writer", &path);
     let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut acked: Vec<(String, String)> = Vec::new();
     let mut line = String::new();

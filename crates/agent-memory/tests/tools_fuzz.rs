@@ -10,6 +10,10 @@
 //! `AGENT_MEMORY_FUZZ_CASES` sets the case count per property (default 1,000); see
 //! `docs/testing.md`.
 
+mod support {
+    pub mod strategies;
+}
+
 use std::future::Future;
 use std::sync::Arc;
 
@@ -21,10 +25,7 @@ use agent_memory::{
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-
-fn cases() -> u32 {
-    std::env::var("AGENT_MEMORY_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
-}
+use support::strategies::{awkward_ascii, fuzz_cases, json_float, json_tree, JsonShape};
 
 thread_local! {
     static RUNTIME: tokio::runtime::Runtime =
@@ -134,7 +135,7 @@ fn huge_text() -> impl Strategy<Value = String> {
 fn hostile_text() -> BoxedStrategy<String> {
     prop_oneof![
         4 => any::<String>(),
-        4 => "[\\x00-\\x1f%_*\\\\:/{}'\"`;<>a-zA-Z0-9 -]{0,40}",
+        4 => awkward_ascii(40),
         2 => prop::sample::select(INJECTIONS.to_vec()).prop_map(str::to_owned),
         2 => prop::sample::select(USERS.iter().chain(&APPS).chain(&NAMESPACES).copied().collect::<Vec<_>>())
             .prop_map(str::to_owned),
@@ -155,22 +156,7 @@ fn deep_json() -> impl Strategy<Value = Value> {
 }
 
 fn arb_json() -> BoxedStrategy<Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
-        hostile_text().prop_map(Value::String),
-    ];
-    leaf.prop_recursive(8, 64, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(hostile_text(), inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-    .boxed()
+    json_tree(hostile_text(), JsonShape { depth: 8, size: 64, branch: 6, floats: true })
 }
 
 /// Cursors a model might replay: real ones for the bound scope and for other scopes, of every
@@ -194,7 +180,7 @@ fn arg_value() -> BoxedStrategy<Value> {
         1 => any::<bool>().prop_map(Value::Bool),
         2 => any::<i64>().prop_map(Value::from),
         1 => any::<u64>().prop_map(Value::from),
-        1 => any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        1 => json_float(),
         2 => prop::sample::select(vec![0.0, 1.0, 5.0, 100.0, 100.5, 101.0, -1.0, 1e300, 315_360_000.0, 315_360_001.0])
             .prop_map(|f| json!(f)),
         2 => prop::sample::select(vec![0_i64, 1, 2, 100, 101, -1, 315_360_000, 315_360_001, i64::MAX])
@@ -478,7 +464,7 @@ fn run_both(name: &str, arguments: &Value) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: fuzz_cases(1_000),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -15,6 +15,17 @@ pub const INVALID: i32 = 2;
 pub const CONFLICT: i32 = 3;
 pub const FAILURE: i32 = 4;
 
+/// The variables removed from every command the tests run, so no test can reach the
+/// developer's own memories or change how the binary logs.
+pub const CLEARED_ENV: [&str; 6] = [
+    "AGENT_MEMORY_STORE",
+    "AGENT_MEMORY_APP",
+    "AGENT_MEMORY_USER",
+    "AGENT_MEMORY_NAMESPACE",
+    "AGENT_MEMORY_LOG",
+    "RUST_LOG",
+];
+
 /// A temp directory holding the SQLite store `m.db` and a home for the binary.
 pub struct Fixture {
     pub dir: TempDir,
@@ -40,14 +51,7 @@ impl Fixture {
     /// The binary with a clean environment and no global options.
     pub fn bare(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
-        for var in [
-            "AGENT_MEMORY_STORE",
-            "AGENT_MEMORY_APP",
-            "AGENT_MEMORY_USER",
-            "AGENT_MEMORY_NAMESPACE",
-            "AGENT_MEMORY_LOG",
-            "RUST_LOG",
-        ] {
+        for var in CLEARED_ENV {
             cmd.env_remove(var);
         }
         let home = self.dir.path().join("home");

@@ -3,32 +3,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::support::{get, list_all, put};
+use super::support::{get, increment_existing, list_all, put};
 use crate::conformance::Harness;
 use crate::error::MemoryError;
 use crate::record::MemoryRecord;
-use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::write::MemoryWrite;
 
 const TASKS: usize = 16;
 const INCREMENTS: usize = 10;
-
-/// Increments the counter at `key` once with a read, compute, compare-and-set loop; returns how
-/// many conflicts it retried.
-async fn increment(store: &dyn MemoryStore, scope: &MemoryScope, key: &str) -> usize {
-    for conflicts in 0..10_000 {
-        let current = store.get(scope, key).await.expect("get").expect("the counter exists");
-        let value: usize = current.content.parse().expect("the counter holds a number");
-        let write = MemoryWrite::new((value + 1).to_string()).expected_revision(current.revision);
-        match store.put(scope, key, write).await {
-            Ok(_) => return conflicts,
-            Err(MemoryError::Conflict { .. }) => {}
-            Err(other) => panic!("a compare-and-set increment failed with {other:?}"),
-        }
-    }
-    panic!("a compare-and-set increment never succeeded in 10,000 attempts: a live revision never matched")
-}
 
 /// 16 tasks doing compare-and-set increments of one counter end at exactly 16 × 10.
 pub async fn concurrent_compare_and_set_loses_no_update(h: Harness) {
@@ -41,7 +24,7 @@ pub async fn concurrent_compare_and_set_loses_no_update(h: Harness) {
         tasks.push(tokio::spawn(async move {
             let mut conflicts = 0;
             for _ in 0..INCREMENTS {
-                conflicts += increment(store.as_ref(), &scope, "counter").await;
+                conflicts += increment_existing(store.as_ref(), &scope, "counter").await.conflicts;
             }
             conflicts
         }));

@@ -58,12 +58,18 @@
 //! compare timestamps exactly only when [`Harness::has_manual_clock`] is true, and by order
 //! otherwise.
 //!
+//! # Racing a provider's own instances
+//!
+//! [`increment_counter`] is the compare-and-set increment the concurrency and replica cases
+//! race; a provider's own tests can race it across processes or connections the same way.
+//!
 //! # Reading a failure
 //!
 //! Each case's documentation is one sentence naming the rule it checks, and every assertion
 //! message says which rule broke and what was seen. Cases are independent: run one alone with
 //! `cargo test <case_name>`.
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,12 +84,34 @@ pub struct Fixture {
     store: Arc<dyn MemoryStore>,
     replica: Option<Arc<dyn MemoryStore>>,
     clock: Option<ManualClock>,
+    guards: Guards,
 }
+
+/// Values kept alive for a case; shared, so every clone of a fixture or harness keeps them.
+type Guards = Vec<Arc<dyn Any + Send + Sync>>;
 
 impl Fixture {
     /// An unstarted store whose clock is the datastore's (or the system's).
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store, replica: None, clock: None }
+        Self { store, replica: None, clock: None, guards: Vec::new() }
+    }
+
+    /// Keeps `guard` alive until the case has ended and the store (and its replica) are
+    /// closed, then drops it: what the store lives in and must outlive it, such as the
+    /// temporary directory holding its file, or a server started for this case.
+    ///
+    /// ```ignore
+    /// async fn store() -> Fixture {
+    ///     let dir = tempfile::tempdir().unwrap();
+    ///     let store = MyFileStore::new(dir.path().join("memories.db"));
+    ///     Fixture::new(Arc::new(store)).with_guard(dir)
+    /// }
+    /// ```
+    ///
+    /// Call it more than once to keep several values; they are dropped together.
+    pub fn with_guard(mut self, guard: impl Any + Send + Sync) -> Self {
+        self.guards.push(Arc::new(guard));
+        self
     }
 
     /// Declares that `store` reads time from `clock`, so cases can move it.
@@ -116,11 +144,13 @@ pub struct Harness {
     replica: Arc<dyn MemoryStore>,
     clock: Option<ManualClock>,
     application_id: String,
+    guards: Guards,
 }
 
 impl Harness {
     /// Starts the fixture's store (and its replica, when it has one) under a fresh random
-    /// application id.
+    /// application id. The harness, and every clone of it, keeps the fixture's
+    /// [guards](Fixture::with_guard) alive.
     ///
     /// # Panics
     /// If the store or its replica does not start.
@@ -138,6 +168,7 @@ impl Harness {
             replica,
             clock: fixture.clock,
             application_id: format!("conformance-{}", uuid::Uuid::new_v4().simple()),
+            guards: fixture.guards,
         }
     }
 
@@ -221,7 +252,8 @@ impl Harness {
 const EXPIRY_WINDOW: Duration = Duration::from_millis(2500);
 
 /// Runs one case on a fresh multi-threaded runtime: builds the fixture, starts the store (and
-/// its replica), runs the case, closes them. Used by [`conformance_tests!`](crate::conformance_tests).
+/// its replica), runs the case, closes them, then drops the fixture's
+/// [guards](Fixture::with_guard). Used by [`conformance_tests!`](crate::conformance_tests).
 ///
 /// # Panics
 /// When the case fails.
@@ -241,15 +273,20 @@ where
         let harness = Harness::start(factory().await).await;
         let store = harness.shared_store();
         let replica = harness.has_replica().then(|| harness.replica());
+        // The case takes the harness; the guards must outlive the closes below.
+        let guards = harness.guards.clone();
         case(harness).await;
         if let Some(replica) = replica {
             replica.close().await.expect("the replica of the store under test closes");
         }
         store.close().await.expect("the store under test closes");
+        drop(guards);
     });
 }
 
 mod support;
+
+pub use support::{increment_counter, Increment};
 
 mod basics;
 mod cas;

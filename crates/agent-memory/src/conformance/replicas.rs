@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::support::{assert_distinct, expect_conflict, get, list_all, namespaces_all};
+use super::support::{
+    assert_distinct, expect_conflict, get, increment_existing, list_all, namespaces_all,
+};
 use crate::conformance::Harness;
 use crate::error::MemoryError;
-use crate::record::{MemoryRecord, Revision, Source};
+use crate::record::{MemoryRecord, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::time::Timestamp;
@@ -81,21 +83,6 @@ pub async fn replicas_see_each_others_writes(h: Harness) {
     );
 }
 
-/// One compare-and-set increment; returns the revision and value it won.
-async fn increment(store: &dyn MemoryStore, scope: &MemoryScope) -> (Revision, usize) {
-    for _ in 0..10_000 {
-        let current = store.get(scope, "counter").await.expect("get").expect("the counter exists");
-        let value: usize = current.content.parse().expect("the counter holds a number");
-        let write = MemoryWrite::new((value + 1).to_string()).expected_revision(current.revision);
-        match store.put(scope, "counter", write).await {
-            Ok(record) => return (record.revision, value + 1),
-            Err(MemoryError::Conflict { .. }) => {}
-            Err(other) => panic!("a compare-and-set increment failed with {other:?}"),
-        }
-    }
-    panic!("a compare-and-set increment never succeeded in 10,000 attempts")
-}
-
 /// 16 tasks split over the store and its replica, doing compare-and-set increments of one
 /// counter, end at exactly 16 × 10; every successful write won a distinct revision and a
 /// distinct value.
@@ -109,7 +96,8 @@ pub async fn replicas_compare_and_set_never_wins_a_revision_twice(h: Harness) {
         tasks.push(tokio::spawn(async move {
             let mut won = Vec::new();
             for _ in 0..INCREMENTS {
-                won.push(increment(store.as_ref(), &scope).await);
+                let increment = increment_existing(store.as_ref(), &scope, "counter").await;
+                won.push((increment.record.revision, increment.value));
             }
             won
         }));

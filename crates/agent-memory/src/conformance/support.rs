@@ -1,4 +1,5 @@
-//! Helpers shared by the cases: draining paged operations and checking error shapes.
+//! Helpers shared by the cases: draining paged operations, checking error shapes, and the
+//! compare-and-set increment (public, for providers' own race tests).
 //!
 //! Nothing here is a case; `cases` re-exports only the case files.
 
@@ -10,6 +11,7 @@ use crate::page::{MemoryPage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
+use crate::write::MemoryWrite;
 
 /// More pages than any case needs: a provider that keeps returning cursors past this is looping.
 const MAX_PAGES: usize = 2_000;
@@ -185,7 +187,77 @@ pub(crate) async fn put(
     content: &str,
 ) -> MemoryRecord {
     store
-        .put(scope, key, crate::write::MemoryWrite::new(content))
+        .put(scope, key, MemoryWrite::new(content))
         .await
         .unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
+}
+
+/// More conflicts in a row than any race produces: past this, a live revision never matched.
+const MAX_INCREMENT_ATTEMPTS: usize = 10_000;
+
+/// One compare-and-set increment won by [`increment_counter`].
+#[derive(Debug, Clone)]
+pub struct Increment {
+    /// The record the winning write returned.
+    pub record: MemoryRecord,
+    /// The counter's value after this increment.
+    pub value: usize,
+    /// How many `Conflict`s were retried before the write won.
+    pub conflicts: usize,
+    /// True when the key held no live record, so this increment created it with `1`.
+    pub created: bool,
+}
+
+/// Adds one to the decimal counter at `key` with the optimistic loop: read the record, write
+/// the next value with the revision read (`create_only` with `1` when there is none), and on
+/// `Conflict` start again. Racing callers therefore never lose an increment, on any provider
+/// whose conditional writes are atomic.
+///
+/// # Errors
+/// Any error of `get` or `put` other than `Conflict`, as the store returned it.
+///
+/// # Panics
+/// When the record does not hold a decimal number, or no write wins in 10,000 attempts (a
+/// live revision never matched).
+pub async fn increment_counter(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
+) -> Result<Increment> {
+    for conflicts in 0..MAX_INCREMENT_ATTEMPTS {
+        let current = store.get(scope, key).await?;
+        let created = current.is_none();
+        let (value, write) = match current {
+            Some(current) => {
+                let value: usize = current.content.parse().unwrap_or_else(|_| {
+                    panic!("the counter {key:?} holds {:?}, not a number", current.content)
+                });
+                let next = value + 1;
+                (next, MemoryWrite::new(next.to_string()).expected_revision(current.revision))
+            }
+            None => (1, MemoryWrite::new("1").create_only()),
+        };
+        match store.put(scope, key, write).await {
+            Ok(record) => return Ok(Increment { record, value, conflicts, created }),
+            Err(MemoryError::Conflict { .. }) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    panic!(
+        "a compare-and-set increment of {key:?} never succeeded in {MAX_INCREMENT_ATTEMPTS} \
+         attempts: a live revision never matched"
+    )
+}
+
+/// [`increment_counter`] of a counter the case wrote first, panicking on any error.
+pub(crate) async fn increment_existing(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
+) -> Increment {
+    let won = increment_counter(store, scope, key)
+        .await
+        .unwrap_or_else(|other| panic!("a compare-and-set increment failed with {other:?}"));
+    assert!(!won.created, "the counter exists");
+    won
 }

@@ -454,7 +454,7 @@ impl Runner<'_> {
 
 /// How many sequences to run per provider.
 pub fn cases() -> u32 {
-    std::env::var("AGENT_MEMORY_MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
+    super::strategies::cases_from_env("AGENT_MEMORY_MODEL_CASES", 24)
 }
 
 /// Runs random sequences against the subject built by `make`, one fresh application per case.
