@@ -101,12 +101,13 @@ async fn chaos(server: RedisServer, started: Instant) -> (RedisServer, ChaosRepo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_keeps_every_acknowledged_write_through_killed_connections_and_restarts() {
     let server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let store = RedisMemoryStore::builder(server.url())
+    let store = RedisMemoryStore::builder(&server.url())
+        .expect("a valid URL")
         .require_durable(true)
         .response_timeout(Duration::from_secs(3))
-        .connection_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(2))
         .build()
-        .expect("a valid URL");
+        .expect("valid options");
     store.start().await.expect("start on a durable server");
     let store: Arc<dyn MemoryStore> = Arc::new(store);
     let app = format!("faults-{}", uuid::Uuid::new_v4().simple());

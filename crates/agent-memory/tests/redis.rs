@@ -45,7 +45,8 @@ fn error_chain(err: &MemoryError) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     let server = RedisServer::start();
-    let store = RedisMemoryStore::builder(server.url()).erase_batch(3).build().unwrap();
+    let store =
+        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(3).build().unwrap();
     store.start().await.unwrap();
     let app = app();
 
@@ -120,8 +121,13 @@ async fn revisions_are_not_reused_after_the_user_is_erased() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_scans_a_bounded_number_of_keys_per_call() {
-    let store =
-        RedisMemoryStore::builder(shared_url()).search_scan(10).list_scan(1).build().unwrap();
+    // The lowest list budget there is: one more than the largest page.
+    let store = RedisMemoryStore::builder(&shared_url())
+        .unwrap()
+        .search_scan_limit(10)
+        .list_scan_limit(101)
+        .build()
+        .unwrap();
     store.start().await.unwrap();
     let scope = MemoryScope::new(app(), "user").unwrap();
     for i in 0..35 {
@@ -163,7 +169,8 @@ async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durabili
     assert!(!report.is_durable());
     assert!(report.problems().iter().any(|p| p.contains("appendonly is off")), "{report:?}");
 
-    let strict = RedisMemoryStore::builder(server.url()).require_durable(true).build().unwrap();
+    let strict =
+        RedisMemoryStore::builder(&server.url()).unwrap().require_durable(true).build().unwrap();
     let err = strict.start().await.expect_err("require_durable refuses a non-durable server");
     assert!(err.is_storage(), "{err}");
     let scope = MemoryScope::new(app(), "user").unwrap();
@@ -180,7 +187,8 @@ async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durabili
         "--maxmemory-policy",
         "allkeys-lru",
     ]);
-    let strict = RedisMemoryStore::builder(evicting.url()).require_durable(true).build().unwrap();
+    let strict =
+        RedisMemoryStore::builder(&evicting.url()).unwrap().require_durable(true).build().unwrap();
     assert!(strict.start().await.expect_err("allkeys-lru evicts records").is_storage());
     assert!(strict.durability().unwrap().problems().iter().any(|p| p.contains("evict")));
 }
@@ -189,7 +197,11 @@ async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durabili
 async fn start_accepts_a_durable_server_when_durability_is_required() {
     for fsync in ["always", "everysec"] {
         let server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", fsync]);
-        let store = RedisMemoryStore::builder(server.url()).require_durable(true).build().unwrap();
+        let store = RedisMemoryStore::builder(&server.url())
+            .unwrap()
+            .require_durable(true)
+            .build()
+            .unwrap();
         store.start().await.expect("a durable server is accepted");
         assert!(store.durability().unwrap().is_durable());
         let scope = MemoryScope::new(app(), "user").unwrap();
@@ -332,7 +344,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     assert!(err.is_storage());
     assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
     assert!(!format!("{store:?}").contains(password));
-    let builder = RedisMemoryStore::builder(wrong.clone());
+    let builder = RedisMemoryStore::builder(&wrong).unwrap();
     assert!(!format!("{builder:?}").contains(password));
 
     let unreachable = format!("redis://:{password}@127.0.0.1:1");
@@ -358,9 +370,10 @@ async fn errors_and_debug_output_never_show_the_password() {
 
 async fn started_err(url: &str) -> MemoryError {
     let store = RedisMemoryStore::builder(url)
-        .connection_timeout(Duration::from_secs(2))
+        .expect("a well-formed URL")
+        .connect_timeout(Duration::from_secs(2))
         .build()
-        .expect("a well-formed URL");
+        .expect("valid options");
     store.start().await.expect_err("nothing listens there")
 }
 

@@ -24,7 +24,8 @@ fn app() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_on_any_master() {
     let cluster = RedisCluster::start();
-    let store = RedisMemoryStore::builder(cluster.url()).erase_batch(4).build().unwrap();
+    let store =
+        RedisMemoryStore::builder(&cluster.url()).unwrap().erase_batch_size(4).build().unwrap();
     store.start().await.unwrap();
     assert_eq!(store.durability().unwrap().nodes(), 3, "every master was inspected");
     let app = app();

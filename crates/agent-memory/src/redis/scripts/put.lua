@@ -7,7 +7,7 @@
 -- source length (8 digits), content, source JSON (empty for none), metadata JSON.
 -- Returns -1 (a live record exists), -2 (stale revision) or the new header's first 54 bytes:
 -- revision, created_at, updated_at (18 digits each).
--- The record layout is described in the module docs (mod.rs, "Data model").
+-- The record layout is described in the module docs (docs.md, "Data model").
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 -- The fixed-width header: revision, created_at, updated_at, expires_at; '' when absent.

@@ -1,0 +1,57 @@
+//! What runs in Redis: one Lua script per operation, hashed once per process and called by
+//! hash (`EVALSHA`).
+//!
+//! Each `.lua` file starts with a comment naming its keys, its arguments and its reply; the
+//! record layout they read and write is in the provider's guide ("Data model").
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// The scripts, one per operation.
+pub(super) struct Scripts {
+    /// Insert or replace one record, with its compare-and-set check.
+    pub(super) put: Script,
+    /// Read one live record.
+    pub(super) get: Script,
+    /// One page of `list` or `search`.
+    pub(super) page: Script,
+    /// Delete one record, optionally only at an expected revision.
+    pub(super) delete: Script,
+    /// One batch of `delete_all`.
+    pub(super) delete_all: Script,
+    /// One batch of `delete_user`.
+    pub(super) delete_user: Script,
+    /// One page of `list_namespaces`.
+    pub(super) namespaces: Script,
+    /// One page of `purge_expired`.
+    pub(super) purge: Script,
+}
+
+impl Scripts {
+    /// Every script, for loading them all at `start()`.
+    pub(super) fn all(&self) -> [&Script; 8] {
+        [
+            &self.put,
+            &self.get,
+            &self.page,
+            &self.delete,
+            &self.delete_all,
+            &self.delete_user,
+            &self.namespaces,
+            &self.purge,
+        ]
+    }
+}
+
+/// The scripts, hashed on first use: the hash is what every call sends.
+pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    put: Script::new(include_str!("put.lua")),
+    get: Script::new(include_str!("get.lua")),
+    page: Script::new(include_str!("page.lua")),
+    delete: Script::new(include_str!("delete.lua")),
+    delete_all: Script::new(include_str!("delete_all.lua")),
+    delete_user: Script::new(include_str!("delete_user.lua")),
+    namespaces: Script::new(include_str!("namespaces.lua")),
+    purge: Script::new(include_str!("purge.lua")),
+});
