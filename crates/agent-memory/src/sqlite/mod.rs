@@ -1,72 +1,29 @@
 #![doc = include_str!("docs.md")]
 
+mod codec;
+mod config;
 mod error;
 mod pool;
 mod schema;
 mod statements;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
 use rusqlite::Connection;
 
-use self::error::{background, detected, PROVIDER};
-use self::pool::Pool;
+use self::config::Settings;
+pub use self::config::{SqliteMemoryStoreBuilder, Synchronous};
+use self::error::{detected, PROVIDER};
+use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
-use crate::time::{Clock, SystemClock};
+use crate::time::Clock;
 use crate::validation;
 use crate::write::MemoryWrite;
-
-/// Default time a writer waits for another connection's write lock.
-const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default number of reader connections.
-const DEFAULT_READERS: usize = 4;
-/// Page cache per connection, in KiB.
-const CACHE_KIB: u32 = 16 * 1024;
-/// Bytes of the file each connection reads through a memory map instead of `read` calls.
-const MMAP_BYTES: u64 = 1024 * 1024 * 1024;
-
-/// How hard SQLite pushes each commit to the disk (`PRAGMA synchronous`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Synchronous {
-    /// `NORMAL` (the default): every acknowledged write survives the process being killed; a
-    /// power loss or an operating system crash may lose the last commits, never consistency.
-    #[default]
-    Normal,
-    /// `FULL`: every commit is flushed to the disk before `put` returns, so acknowledged writes
-    /// survive power loss too. Slower: one `fsync` per write.
-    Full,
-}
-
-/// Settings fixed when the store is built.
-#[derive(Debug, Clone)]
-struct Settings {
-    busy_timeout: Duration,
-    synchronous_full: bool,
-    read_only: bool,
-    readers: usize,
-    cache_kib: u32,
-    mmap_bytes: u64,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            busy_timeout: DEFAULT_BUSY_TIMEOUT,
-            synchronous_full: false,
-            read_only: false,
-            readers: DEFAULT_READERS,
-            cache_kib: CACHE_KIB,
-            mmap_bytes: MMAP_BYTES,
-        }
-    }
-}
 
 /// Memories in one SQLite file; see the [module docs](self) for the schema and guarantees.
 pub struct SqliteMemoryStore {
@@ -77,135 +34,7 @@ pub struct SqliteMemoryStore {
     lifecycle: tokio::sync::Mutex<()>,
 }
 
-/// Builds a [`SqliteMemoryStore`] with options; start from [`SqliteMemoryStore::builder`].
-#[derive(Debug)]
-pub struct SqliteMemoryStoreBuilder {
-    path: PathBuf,
-    clock: Arc<dyn Clock>,
-    settings: Settings,
-}
-
-impl SqliteMemoryStoreBuilder {
-    /// Reads "now" from `clock` for timestamps and expiry (default: the system clock). Tests
-    /// pass a [`ManualClock`](crate::ManualClock).
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// How long a write waits for another connection's write lock before failing with
-    /// `Storage` (default 5 seconds).
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.busy_timeout = timeout;
-        self
-    }
-
-    /// How hard each commit is pushed to the disk (default [`Synchronous::Normal`]).
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.settings.synchronous_full = synchronous == Synchronous::Full;
-        self
-    }
-
-    /// Opens the file read-only: reads work, writes return `Storage`, nothing is created.
-    /// The file must already hold an agent-memory database.
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.settings.read_only = read_only;
-        self
-    }
-
-    /// How many reads run in parallel, each on its own connection (default 4, at least 1).
-    pub fn readers(mut self, readers: usize) -> Self {
-        self.settings.readers = readers.max(1);
-        self
-    }
-
-    /// The unstarted store.
-    pub fn build(self) -> SqliteMemoryStore {
-        SqliteMemoryStore {
-            path: self.path,
-            clock: self.clock,
-            settings: self.settings,
-            pool: RwLock::new(None),
-            lifecycle: tokio::sync::Mutex::new(()),
-        }
-    }
-}
-
 impl SqliteMemoryStore {
-    /// An unstarted store on the file at `path` with default options.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self::builder(path).build()
-    }
-
-    /// A builder for a store on the file at `path`.
-    pub fn builder(path: impl Into<PathBuf>) -> SqliteMemoryStoreBuilder {
-        SqliteMemoryStoreBuilder {
-            path: path.into(),
-            clock: Arc::new(SystemClock),
-            settings: Settings::default(),
-        }
-    }
-
-    /// An unstarted store from `sqlite:PATH` or `sqlite://PATH`, optionally followed by
-    /// `?mode=ro` (read-only) or `?mode=rwc` (read-write, the default). See the
-    /// [module docs](self#opening).
-    ///
-    /// ```
-    /// use agent_memory::SqliteMemoryStore;
-    ///
-    /// let store = SqliteMemoryStore::from_url("sqlite:///srv/agent/memories.db?mode=ro")?;
-    /// assert_eq!(store.path(), std::path::Path::new("/srv/agent/memories.db"));
-    /// assert!(store.is_read_only());
-    /// assert!(SqliteMemoryStore::from_url("sqlite:").is_err());
-    /// # Ok::<(), agent_memory::MemoryError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `url` for another scheme, an empty path,
-    /// `:memory:`, or an unknown option. The message never repeats the URL.
-    pub fn from_url(url: &str) -> Result<Self> {
-        const SCHEME: &str = "sqlite:";
-        let rest = url
-            .get(..SCHEME.len())
-            .filter(|scheme| scheme.eq_ignore_ascii_case(SCHEME))
-            .and_then(|_| url.get(SCHEME.len()..))
-            .ok_or_else(|| MemoryError::invalid("url", "is not a sqlite: URL"))?;
-        let rest = rest.strip_prefix("//").unwrap_or(rest);
-        let (path, options) = match rest.split_once('?') {
-            Some((path, options)) => (path, options),
-            None => (rest, ""),
-        };
-        let read_only = match options {
-            "" | "mode=rwc" => false,
-            "mode=ro" => true,
-            _ => {
-                return Err(MemoryError::invalid(
-                    "url",
-                    "has an unknown option: only mode=ro and mode=rwc are recognised",
-                ))
-            }
-        };
-        if path.is_empty() {
-            return Err(MemoryError::invalid("url", "names no file"));
-        }
-        if path == ":memory:" {
-            return Err(MemoryError::invalid(
-                "url",
-                "names an in-memory SQLite database: use memory: instead",
-            ));
-        }
-        Ok(Self::builder(path).read_only(read_only).build())
-    }
-
-    /// An unstarted store on [`default_sqlite_path`](crate::default_sqlite_path), the file the
-    /// CLI and the MCP server use when no store is named. `start()` creates it.
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) when the system reports no data directory.
-    pub fn at_default_path() -> Result<Self> {
-        Ok(Self::new(crate::default_sqlite_path()?))
-    }
-
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -214,6 +43,11 @@ impl SqliteMemoryStore {
     /// True when the store was built read-only.
     pub fn is_read_only(&self) -> bool {
         self.settings.read_only
+    }
+
+    /// [`erase_batch_size`](SqliteMemoryStoreBuilder::erase_batch_size) as a count of rows.
+    fn erase_batch_size(&self) -> u64 {
+        u64::try_from(self.settings.erase_batch_size).unwrap_or(u64::MAX)
     }
 
     fn pool(&self) -> Result<Arc<Pool>> {
@@ -248,30 +82,6 @@ impl SqliteMemoryStore {
         let reply = pool.write(f)?;
         drop(pool);
         reply.await.map_err(|_| detected("a database task stopped before replying"))?
-    }
-}
-
-/// Runs blocking work (opening or closing the file) on Tokio's blocking pool, or inline
-/// outside a Tokio runtime.
-async fn off_runtime<T, F>(f: F) -> Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T> + Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle.spawn_blocking(f).await.map_err(background)?,
-        Err(_) => f(),
-    }
-}
-
-impl fmt::Debug for SqliteMemoryStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let started = self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some();
-        f.debug_struct("SqliteMemoryStore")
-            .field("path", &self.path)
-            .field("read_only", &self.settings.read_only)
-            .field("started", &started)
-            .finish_non_exhaustive()
     }
 }
 
@@ -353,7 +163,9 @@ impl MemoryStore for SqliteMemoryStore {
         let page = page.key_page(CursorKind::Search, scope)?;
         let now = self.clock.now();
         let (scope, query) = (scope.clone(), query.to_owned());
-        self.reading(move |conn| statements::search(conn, &scope, &query, &page, now)).await
+        let scan_limit = self.settings.search_scan_limit;
+        self.reading(move |conn| statements::search(conn, &scope, &query, &page, now, scan_limit))
+            .await
     }
 
     async fn delete(
@@ -370,13 +182,17 @@ impl MemoryStore for SqliteMemoryStore {
     }
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
+        let size = self.settings.erase_batch_size;
         let mut removed = 0;
         loop {
             let scope = scope.clone();
-            let batch =
-                self.writing(move |conn| statements::erase_namespace_batch(conn, &scope)).await?;
+            let batch = self
+                .writing(move |conn| statements::erase_namespace_batch(conn, &scope, size))
+                .await?;
             removed += batch;
-            if batch < statements::ERASE_BATCH {
+            // Each batch is its own transaction, so other writers get the lock in between; a
+            // batch short of the size means nothing is left.
+            if batch < self.erase_batch_size() {
                 return Ok(removed);
             }
         }
@@ -384,13 +200,15 @@ impl MemoryStore for SqliteMemoryStore {
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
+        let size = self.settings.erase_batch_size;
         let mut removed = 0;
         loop {
             let (app, user) = (application_id.to_owned(), user_id.to_owned());
-            let batch =
-                self.writing(move |conn| statements::erase_user_batch(conn, &app, &user)).await?;
+            let batch = self
+                .writing(move |conn| statements::erase_user_batch(conn, &app, &user, size))
+                .await?;
             removed += batch;
-            if batch < statements::ERASE_BATCH {
+            if batch < self.erase_batch_size() {
                 return Ok(removed);
             }
         }
