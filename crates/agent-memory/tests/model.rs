@@ -29,8 +29,10 @@ fn sqlite_store_matches_the_model() {
     let path = dir.path().join("model.db");
     check_against_model("sqlite", || async {
         let clock = ManualClock::starting_now();
-        let store =
-            agent_memory::SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+        let store = agent_memory::SqliteMemoryStore::builder(&path)
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .expect("valid options");
         Subject { store: Arc::new(store), clock: Some(clock) }
     });
 }

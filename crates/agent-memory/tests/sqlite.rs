@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::sqlite::SqliteMemoryStore;
-use agent_memory::{ManualClock, MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest};
+use agent_memory::{
+    ManualClock, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, PageRequest,
+};
 use serde_json::json;
 use support::child::{runtime, say, spawn_self};
 use support::errors::chain;
@@ -25,9 +27,15 @@ async fn store() -> Fixture {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let clock = ManualClock::starting_now();
     let path = dir.path().join("memories.db");
-    let store = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    let store = SqliteMemoryStore::builder(&path)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .expect("valid options");
     // A second store on the same file: another process's view, for the replica cases.
-    let replica = SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    let replica = SqliteMemoryStore::builder(&path)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .expect("valid options");
     // The folder goes once the case has closed both stores.
     Fixture::new(Arc::new(store)).with_clock(clock).with_replica(Arc::new(replica)).with_guard(dir)
 }
@@ -82,7 +90,12 @@ async fn records_and_revisions_survive_a_restart() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("nested").join("folders").join("memories.db");
     let clock = ManualClock::starting_now();
-    let open = || SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone())).build();
+    let open = || {
+        SqliteMemoryStore::builder(&path)
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .expect("valid options")
+    };
     let first = open();
     first.start().await.expect("start creates the folders and the file");
     let s = scope("restart").with_namespace("notes").expect("valid namespace");
@@ -204,6 +217,47 @@ async fn open_accepts_both_url_forms() {
         assert!(matches!(err, MemoryError::Invalid { field: "url", .. }), "{bad}: {err}");
         assert!(!err.to_string().contains("x.db"));
     }
+}
+
+/// The scan and batch bounds are options: with tiny ones, `search` stops after that many keys
+/// and hands back a cursor, and the erasures loop batch by batch until nothing is left
+/// (including when the count is an exact multiple of the batch size).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_search_scans_and_erase_batches_still_cover_everything() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = SqliteMemoryStore::builder(dir.path().join("small.db"))
+        .search_scan_limit(4)
+        .erase_batch_size(3)
+        .build()
+        .expect("valid options");
+    store.start().await.expect("start");
+    let s = scope("small-bounds");
+    for n in 0..10 {
+        let content = if n % 2 == 0 { "hit" } else { "miss" };
+        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    let first = store.search(&s, "hit", PageRequest::new(10)).await.expect("search");
+    let keys = |page: &MemoryPage| page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&first), ["key-00", "key-02"], "the first call inspects four keys only");
+    let mut found = keys(&first);
+    let mut cursor = first.next_cursor;
+    while let Some(after) = cursor {
+        let page = store.search(&s, "hit", PageRequest::new(10).after(after)).await.expect("page");
+        found.extend(keys(&page));
+        cursor = page.next_cursor;
+    }
+    assert_eq!(found, ["key-00", "key-02", "key-04", "key-06", "key-08"]);
+
+    assert_eq!(store.delete_all(&s).await.expect("delete_all"), 10);
+    assert!(store.list(&s, PageRequest::default()).await.expect("list").items.is_empty());
+    let notes = s.with_namespace("notes").expect("valid namespace");
+    for (n, target) in [&s, &notes, &notes].into_iter().cycle().take(9).enumerate() {
+        store.put(target, &format!("key-{n}"), MemoryWrite::new("v")).await.expect("put");
+    }
+    assert_eq!(store.delete_user("sqlite-tests", "small-bounds").await.expect("erase"), 9);
+    let left = store.list_namespaces("sqlite-tests", "small-bounds", PageRequest::default());
+    assert!(left.await.expect("list namespaces").items.is_empty());
+    store.close().await.expect("close");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,7 +554,8 @@ async fn a_read_only_file_serves_reads_and_refuses_writes() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod 0444");
     let before = read_bytes(&path);
 
-    let by_builder = SqliteMemoryStore::builder(&path).read_only(true).build();
+    let by_builder =
+        SqliteMemoryStore::builder(&path).read_only(true).build().expect("valid options");
     let by_url = SqliteMemoryStore::from_url(&format!("sqlite:{}?mode=ro", path.display()))
         .expect("read-only URL");
     for store in [by_builder, by_url] {
@@ -524,7 +579,12 @@ async fn a_read_only_file_serves_reads_and_refuses_writes() {
 
     // A read-only store needs an existing agent-memory database and creates nothing.
     let missing = dir.path().join("missing").join("absent.db");
-    let err = SqliteMemoryStore::builder(&missing).read_only(true).build().start().await;
+    let err = SqliteMemoryStore::builder(&missing)
+        .read_only(true)
+        .build()
+        .expect("valid options")
+        .start()
+        .await;
     assert!(err.expect_err("nothing to read").is_storage());
     assert!(!missing.parent().expect("a parent").exists());
 

@@ -7,14 +7,15 @@ use crate::error::MemoryError;
 /// The provider name every SQLite error carries.
 pub(super) const PROVIDER: &str = "sqlite";
 
-/// Maps a driver error to [`MemoryError::Storage`], keeping the driver error as its source.
+/// A closure for `map_err` that maps a driver error to [`MemoryError::Storage`], keeping the
+/// driver error as its source.
 ///
 /// `what` is the fixed description of the step that failed. A few error codes say more than
 /// the step does (the file is locked, read-only, not a database, the disk is full), and for
 /// those the description names the condition instead. Neither ever contains SQL, a path or
 /// memory content; the driver's message (which may) is only reachable through `source()`.
-pub(super) fn storage(what: &'static str, err: rusqlite::Error) -> MemoryError {
-    MemoryError::storage_from(PROVIDER, describe(what, &err), err)
+pub(super) fn storage(what: &'static str) -> impl FnOnce(rusqlite::Error) -> MemoryError {
+    move |err| MemoryError::storage_from(PROVIDER, describe(what, &err), err)
 }
 
 /// The fixed description [`storage`] gives `err` when it happened during `what`.
@@ -31,11 +32,6 @@ pub(super) fn describe(what: &'static str, err: &rusqlite::Error) -> &'static st
         Some(ErrorCode::PermissionDenied) => "permission to the database file was denied",
         _ => what,
     }
-}
-
-/// Returns a closure for `map_err` that maps with [`storage`].
-pub(super) fn storage_with(what: &'static str) -> impl FnOnce(rusqlite::Error) -> MemoryError {
-    move |err| storage(what, err)
 }
 
 /// A storage error without a driver error, for conditions this provider detects itself.
@@ -58,7 +54,7 @@ mod tests {
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
             Some("file /secret/path is not a database".to_owned()),
         );
-        let err = storage("reading a record failed", driver);
+        let err = storage("reading a record failed")(driver);
         assert_eq!(err.to_string(), "storage error (sqlite): the file is not a SQLite database");
         let source = std::error::Error::source(&err).expect("the driver error is kept");
         assert!(source.to_string().contains("not a database"));
@@ -66,7 +62,7 @@ mod tests {
 
     #[test]
     fn other_codes_keep_the_step() {
-        let err = storage("writing a record failed", rusqlite::Error::InvalidQuery);
+        let err = storage("writing a record failed")(rusqlite::Error::InvalidQuery);
         assert_eq!(err.to_string(), "storage error (sqlite): writing a record failed");
     }
 }

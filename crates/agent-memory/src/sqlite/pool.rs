@@ -26,9 +26,9 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::error::{describe, detected, storage, PROVIDER};
+use super::config::Settings;
+use super::error::{background, describe, detected, storage, PROVIDER};
 use super::schema::{self, Role};
-use super::Settings;
 use crate::error::{MemoryError, Result};
 
 /// Most write jobs committed in one transaction.
@@ -115,7 +115,7 @@ impl Pool {
     pub(super) fn open(path: &Path, settings: &Settings) -> Result<Self> {
         let mut writer = schema::connect(path, settings, Role::Writer)?;
         schema::prepare(&mut writer, settings)?;
-        let readers = (0..settings.readers.max(1))
+        let readers = (0..settings.readers)
             .map(|_| schema::connect(path, settings, Role::Reader))
             .collect::<Result<Vec<_>>>()?;
 
@@ -186,6 +186,19 @@ impl Pool {
     }
 }
 
+/// Runs blocking work (opening or closing the file) on Tokio's blocking pool, or inline
+/// outside a Tokio runtime.
+pub(super) async fn off_runtime<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.spawn_blocking(f).await.map_err(background)?,
+        Err(_) => f(),
+    }
+}
+
 fn join(thread: JoinHandle<Result<()>>) -> Result<()> {
     thread.join().unwrap_or_else(|_| Err(detected("a database thread panicked")))
 }
@@ -204,7 +217,7 @@ fn spawn(
 }
 
 fn close_connection(conn: Connection) -> Result<()> {
-    conn.close().map_err(|(_, err)| storage("closing the database failed", err))
+    conn.close().map_err(|(_, err)| storage("closing the database failed")(err))
 }
 
 fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
@@ -252,7 +265,7 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn WriteJob>>) {
             continue;
         }
         if let Err(err) = exec(conn, "SAVEPOINT job") {
-            job.fail(storage("writing failed", err));
+            job.fail(storage("writing failed")(err));
             continue;
         }
         let ran: std::result::Result<_, Box<dyn Any + Send>> =

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::error::{detected, storage, storage_with};
-use super::Settings;
+use super::config::Settings;
+use super::error::{detected, storage};
 use crate::error::Result;
 
 /// `PRAGMA application_id` of an agent-memory database: ASCII `AGME`.
@@ -82,26 +82,26 @@ pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Co
         OpenFlags::SQLITE_OPEN_READ_ONLY
     };
     let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(storage_with("opening the database file failed"))?;
+        .map_err(storage("opening the database file failed"))?;
     conn.busy_timeout(settings.busy_timeout)
-        .map_err(storage_with("configuring the connection failed"))?;
+        .map_err(storage("configuring the connection failed"))?;
     conn.set_prepared_statement_cache_capacity(32);
     // Plans never depend on bound values (every query is a primary-key seek or range), so
     // keep them stable: without this, rebinding some parameters makes SQLite re-plan.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map_err(storage_with("configuring the connection failed"))?;
+        .map_err(storage("configuring the connection failed"))?;
     // Per-connection settings only: none of these writes to the file.
-    let synchronous = if settings.synchronous_full { "FULL" } else { "NORMAL" };
+    let synchronous = settings.synchronous.pragma();
     let pragmas = format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA cache_size = -{}; PRAGMA mmap_size = {};",
         settings.cache_kib, settings.mmap_bytes
     );
-    conn.execute_batch(&pragmas).map_err(storage_with("configuring the connection failed"))?;
+    conn.execute_batch(&pragmas).map_err(storage("configuring the connection failed"))?;
     if role == Role::Writer && !settings.read_only {
         // Erased records are overwritten with zeros, not just unlinked: after `delete_user` the
         // user's content is gone from the database file, not merely unreachable.
         conn.execute_batch("PRAGMA secure_delete = ON")
-            .map_err(storage_with("configuring the connection failed"))?;
+            .map_err(storage("configuring the connection failed"))?;
     }
     Ok(conn)
 }
@@ -119,14 +119,13 @@ enum Found {
 
 fn inspect(conn: &Connection) -> Result<Found> {
     let what = "reading the database header failed";
-    let application_id: i64 = conn
-        .query_row("PRAGMA application_id", [], |row| row.get(0))
-        .map_err(storage_with(what))?;
+    let application_id: i64 =
+        conn.query_row("PRAGMA application_id", [], |row| row.get(0)).map_err(storage(what))?;
     let version: i64 =
-        conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage_with(what))?;
+        conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage(what))?;
     let objects: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     Ok(if application_id == APPLICATION_ID {
         Found::Ours(version)
     } else if application_id == 0 && version == 0 && objects == 0 {
@@ -158,13 +157,13 @@ pub(super) fn prepare(conn: &mut Connection, settings: &Settings) -> Result<()> 
             // the write lock, and create only if the file is still empty.
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(storage_with("creating the schema failed"))?;
+                .map_err(storage("creating the schema failed"))?;
             match inspect(&tx)? {
                 Found::Foreign => return Err(foreign()),
                 Found::Ours(version) => check(&tx, version)?,
                 Found::Empty => create(&tx)?,
             }
-            tx.commit().map_err(storage_with("creating the schema failed"))
+            tx.commit().map_err(storage("creating the schema failed"))
         }
     }
 }
@@ -175,9 +174,8 @@ fn foreign() -> crate::MemoryError {
 
 fn ensure_wal(conn: &Connection) -> Result<()> {
     let what = "switching to write-ahead logging failed";
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(storage_with(what))?;
+    let mode: String =
+        conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(storage(what))?;
     if mode.eq_ignore_ascii_case("wal") {
         Ok(())
     } else {
@@ -193,7 +191,7 @@ fn create(conn: &Connection) -> Result<()> {
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {SCHEMA_VERSION};"
     );
-    conn.execute_batch(&sql).map_err(storage_with("creating the schema failed"))
+    conn.execute_batch(&sql).map_err(storage("creating the schema failed"))
 }
 
 /// Checks that a file marked as ours has the tables and columns this release expects.
@@ -215,7 +213,7 @@ fn check(conn: &Connection, version: i64) -> Result<()> {
         .query_row("SELECT count(*) FROM memory_meta WHERE name = ?1", [LAST_REVISION], |row| {
             row.get(0)
         })
-        .map_err(storage_with("checking the schema failed"))?;
+        .map_err(storage("checking the schema failed"))?;
     if counters != 1 {
         return Err(mismatch());
     }
@@ -226,7 +224,7 @@ fn columns(conn: &Connection, table: &str) -> Result<Vec<(String, String, bool, 
     let what = "checking the schema failed";
     let mut stmt = conn
         .prepare("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid")
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let rows = stmt
         .query_map([table], |row| {
             Ok((
@@ -236,8 +234,8 @@ fn columns(conn: &Connection, table: &str) -> Result<Vec<(String, String, bool, 
                 row.get(3)?,
             ))
         })
-        .map_err(storage_with(what))?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|err| storage(what, err))
+        .map_err(storage(what))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage(what))
 }
 
 fn same_columns(

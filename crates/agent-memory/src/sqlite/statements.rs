@@ -6,90 +6,26 @@
 //! writer thread inside its open `BEGIN IMMEDIATE` transaction (see [`super::pool`]): they
 //! neither begin nor commit, and a failure they return rolls back everything they did.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension};
 
-use super::error::{detected, storage_with, PROVIDER};
+use super::codec::{
+    decode, record_columns, revision_number, revision_token, timestamp, RECORD_COLUMN_COUNT,
+};
+use super::error::{storage, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage};
 use crate::provider::{self, key_cursor, PageBuilder};
-use crate::record::{MemoryRecord, Metadata, Revision, Source};
+use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::time::Timestamp;
 use crate::write::{WriteCondition, WriteParts};
-
-/// Most keys one `search` call inspects before it returns what it found with a cursor.
-pub(super) const SEARCH_SCAN_LIMIT: usize = 1_000;
-
-/// Most records one `delete_all` or `delete_user` transaction removes; other writers (in this
-/// process or another) get the lock between batches. A literal, so the SQL can spell it.
-macro_rules! erase_batch {
-    () => {
-        1000
-    };
-}
-
-/// [`erase_batch!`] as a number.
-pub(super) const ERASE_BATCH: u64 = erase_batch!();
-
-/// The columns a record is read from, in the order [`decode`] expects.
-macro_rules! record_columns {
-    () => {
-        "key, content, metadata, revision, created_at, updated_at, expires_at, \
-         source_session, source_invocation, source_agent"
-    };
-}
 
 /// The SQL condition for "live at `?now`", with `?now` spelled as given.
 macro_rules! live {
     ($now:literal) => {
         concat!("(expires_at IS NULL OR expires_at > ", $now, ")")
     };
-}
-
-/// The revision token of counter value `n`: lowercase hex without leading zeros.
-pub(super) fn revision_token(n: i64) -> Result<Revision> {
-    u64::try_from(n)
-        .map(|n| Revision::from_counter(n, 16))
-        .map_err(|_| detected("a stored revision is unreadable"))
-}
-
-/// The counter value of a token this provider issued; `None` for any other token, which then
-/// matches no record.
-pub(super) fn revision_number(revision: &Revision) -> Option<i64> {
-    let token = revision.as_str();
-    let n = i64::from_str_radix(token, 16).ok()?;
-    (n > 0 && format!("{n:x}") == token).then_some(n)
-}
-
-fn timestamp(micros: i64) -> Result<Timestamp> {
-    Timestamp::from_micros(micros).map_err(|_| detected("a stored timestamp is unreadable"))
-}
-
-/// Builds a record from a row selected with `record_columns!()`.
-fn decode(row: &Row<'_>, scope: &MemoryScope) -> Result<MemoryRecord> {
-    let what = "reading a stored record failed";
-    let get_text = |i: usize| row.get::<_, String>(i).map_err(storage_with(what));
-    let get_opt_text = |i: usize| row.get::<_, Option<String>>(i).map_err(storage_with(what));
-    let get_int = |i: usize| row.get::<_, i64>(i).map_err(storage_with(what));
-    let metadata: Metadata = serde_json::from_str(&get_text(2)?)
-        .map_err(|err| MemoryError::storage_from(PROVIDER, "stored metadata is unreadable", err))?;
-    let expires_at = row.get::<_, Option<i64>>(6).map_err(storage_with(what))?;
-    Ok(MemoryRecord {
-        scope: scope.clone(),
-        key: get_text(0)?,
-        content: get_text(1)?,
-        metadata,
-        revision: revision_token(get_int(3)?)?,
-        created_at: timestamp(get_int(4)?)?,
-        updated_at: timestamp(get_int(5)?)?,
-        expires_at: expires_at.map(timestamp).transpose()?,
-        source: Source {
-            session_id: get_opt_text(7)?,
-            invocation_id: get_opt_text(8)?,
-            agent: get_opt_text(9)?,
-        },
-    })
 }
 
 /// Inserts or replaces one record. The condition check and the write run in the writer's
@@ -131,7 +67,7 @@ pub(super) fn put(
             )
             .optional()
         })
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     match (&parts.condition, live) {
         (WriteCondition::CreateOnly, Some(_)) => return Err(MemoryError::already_exists()),
         (WriteCondition::Revision(_), Some((revision, _))) if Some(revision) == expected => {}
@@ -142,7 +78,7 @@ pub(super) fn put(
     let revision: i64 = conn
         .prepare_cached("UPDATE memory_meta SET value = value + 1 WHERE name = ?1 RETURNING value")
         .and_then(|mut stmt| stmt.query_row([LAST_REVISION], |row| row.get(0)))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let expires_at = parts.expires_at.map(Timestamp::as_micros);
     conn.prepare_cached(
         "INSERT INTO memory_records (app_id, user_id, namespace, key, content, metadata, \
@@ -172,7 +108,7 @@ pub(super) fn put(
             expires_at,
         ])
     })
-    .map_err(storage_with(what))?;
+    .map_err(storage(what))?;
     Ok(MemoryRecord {
         scope: scope.clone(),
         key: key.to_owned(),
@@ -202,7 +138,7 @@ pub(super) fn get(
             "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 AND ",
             live!("?5")
         ))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut rows = stmt
         .query(params![
             scope.application_id(),
@@ -211,8 +147,8 @@ pub(super) fn get(
             key,
             now.as_micros()
         ])
-        .map_err(storage_with(what))?;
-    match rows.next().map_err(storage_with(what))? {
+        .map_err(storage(what))?;
+    match rows.next().map_err(storage(what))? {
         Some(row) => decode(row, scope).map(Some),
         None => Ok(None),
     }
@@ -235,7 +171,7 @@ pub(super) fn list(
             live!("?5"),
             " ORDER BY key"
         ))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     // Rows come from the primary key in order, one step at a time: reading stops after
     // `limit + 1` rows, so no LIMIT is needed (a bound LIMIT would make SQLite re-plan the
     // statement whenever it is rebound). Every key is at least one byte, so all sort after "".
@@ -247,9 +183,9 @@ pub(super) fn list(
             page.after.as_deref().unwrap_or(""),
             now.as_micros(),
         ])
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
-    while let Some(row) = rows.next().map_err(storage_with(what))? {
+    while let Some(row) = rows.next().map_err(storage(what))? {
         if reply.is_full() {
             return Ok(reply.finish(true));
         }
@@ -258,13 +194,15 @@ pub(super) fn list(
     Ok(reply.finish(false))
 }
 
-/// Pages live records containing `query`, inspecting at most [`SEARCH_SCAN_LIMIT`] keys.
+/// Pages live records containing `query`, inspecting at most `scan_limit` keys (the store's
+/// [`search_scan_limit`](super::SqliteMemoryStoreBuilder::search_scan_limit), at least 1).
 pub(super) fn search(
     conn: &Connection,
     scope: &MemoryScope,
     query: &str,
     page: &KeyPage,
     now: Timestamp,
+    scan_limit: usize,
 ) -> Result<MemoryPage> {
     let limit = page.limit;
     let what = "searching records failed";
@@ -279,7 +217,7 @@ pub(super) fn search(
             " AND instr(content, ?5) > 0 FROM memory_records ",
             "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 ORDER BY key"
         ))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut rows = stmt
         .query(params![
             scope.application_id(),
@@ -289,20 +227,20 @@ pub(super) fn search(
             query,
             now.as_micros(),
         ])
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit);
     let mut inspected = 0usize;
     let mut last_inspected: Option<String> = None;
     let mut position: Option<String> = None;
-    while let Some(row) = rows.next().map_err(storage_with(what))? {
-        if inspected == SEARCH_SCAN_LIMIT {
+    while let Some(row) = rows.next().map_err(storage(what))? {
+        if inspected == scan_limit {
             // A key follows the bounded scan: the next call continues after the last key
             // inspected.
             position = last_inspected.take();
             break;
         }
         inspected += 1;
-        let hit: bool = row.get(10).map_err(storage_with(what))?;
+        let hit: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
         if hit {
             if items.len() == limit {
                 // Another match follows a full page.
@@ -311,8 +249,8 @@ pub(super) fn search(
             }
             items.push(decode(row, scope)?);
         }
-        if inspected == SEARCH_SCAN_LIMIT {
-            last_inspected = Some(row.get(0).map_err(storage_with(what))?);
+        if inspected == scan_limit {
+            last_inspected = Some(row.get(0).map_err(storage(what))?);
         }
     }
     let next_cursor = position.map(|key| key_cursor(CursorKind::Search, scope, &key));
@@ -354,7 +292,7 @@ pub(super) fn delete(
                     )
                     .optional()
                 })
-                .map_err(storage_with(what))?;
+                .map_err(storage(what))?;
             removed.unwrap_or(false)
         }
         Some(revision) => {
@@ -375,7 +313,7 @@ pub(super) fn delete(
                         revision
                     ])
                 })
-                .map_err(storage_with(what))?;
+                .map_err(storage(what))?;
             if removed == 0 {
                 return Err(MemoryError::stale_revision());
             }
@@ -385,42 +323,56 @@ pub(super) fn delete(
     Ok(existed)
 }
 
-/// Removes up to [`ERASE_BATCH`] records of one namespace, expired ones included.
-pub(super) fn erase_namespace_batch(conn: &Connection, scope: &MemoryScope) -> Result<u64> {
+/// Removes up to `batch_size` records of one namespace, expired ones included.
+pub(super) fn erase_namespace_batch(
+    conn: &Connection,
+    scope: &MemoryScope,
+    batch_size: usize,
+) -> Result<u64> {
     erase_batch(
         conn,
-        concat!(
-            "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ",
-            "AND key IN (SELECT key FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ORDER BY key LIMIT ",
-            erase_batch!(),
-            ")"
-        ),
-        params![scope.application_id(), scope.user_id(), scope.namespace_or_empty()],
+        "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 \
+         AND key IN (SELECT key FROM memory_records \
+         WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ORDER BY key LIMIT ?4)",
+        params![
+            scope.application_id(),
+            scope.user_id(),
+            scope.namespace_or_empty(),
+            sql_limit(batch_size)
+        ],
     )
 }
 
-/// Removes up to [`ERASE_BATCH`] records of one application user, every namespace.
-pub(super) fn erase_user_batch(conn: &Connection, app: &str, user: &str) -> Result<u64> {
+/// Removes up to `batch_size` records of one application user, every namespace.
+pub(super) fn erase_user_batch(
+    conn: &Connection,
+    app: &str,
+    user: &str,
+    batch_size: usize,
+) -> Result<u64> {
     erase_batch(
         conn,
-        concat!(
-            "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 ",
-            "AND (namespace, key) IN (SELECT namespace, key FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 ORDER BY namespace, key LIMIT ",
-            erase_batch!(),
-            ")"
-        ),
-        params![app, user],
+        "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
+         AND (namespace, key) IN (SELECT namespace, key FROM memory_records \
+         WHERE app_id = ?1 AND user_id = ?2 ORDER BY namespace, key LIMIT ?3)",
+        params![app, user, sql_limit(batch_size)],
     )
 }
 
+/// `n` as a SQL `LIMIT`. The builder refuses batch sizes above `i64::MAX`, and a larger limit
+/// would mean the same ("all rows") anyway.
+fn sql_limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Runs one erase statement, prepared once per connection and cached: the batch size is a
+/// bound parameter, not part of the SQL text, so one statement serves every batch.
 fn erase_batch(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<u64> {
     let what = "erasing records failed";
     let removed = conn
         .prepare_cached(sql)
         .and_then(|mut stmt| stmt.execute(params))
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     Ok(u64::try_from(removed).unwrap_or(u64::MAX))
 }
 
@@ -438,13 +390,13 @@ pub(super) fn list_namespaces(
             "SELECT namespace FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
              AND namespace >= ?3 ORDER BY namespace LIMIT 1",
         )
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut next = conn
         .prepare_cached(
             "SELECT namespace FROM memory_records WHERE app_id = ?1 AND user_id = ?2 \
              AND namespace > ?3 ORDER BY namespace LIMIT 1",
         )
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let mut names: Vec<String> = Vec::with_capacity(page.limit + 1);
     let mut position = page.after.clone();
     while names.len() <= page.limit {
@@ -454,7 +406,7 @@ pub(super) fn list_namespaces(
             Some(after) => next.query_row(params![app, user, after], |row| row.get(0)),
         }
         .optional()
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
         let Some(name) = found else { break };
         position = Some(name.clone());
         names.push(name);
@@ -485,7 +437,7 @@ pub(super) fn purge_expired(
             .take(limit + 1)
             .collect()
         })
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let more = keys.len() > limit;
     let Some(last) = keys[..keys.len().min(limit)].last() else {
         return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
@@ -506,23 +458,7 @@ pub(super) fn purge_expired(
                 now.as_micros()
             ])
         })
-        .map_err(storage_with(what))?;
+        .map_err(storage(what))?;
     let next_cursor = more.then(|| key_cursor(CursorKind::Purge, scope, last));
     Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn revision_tokens_round_trip_and_reject_lookalikes() {
-        let token = revision_token(255).expect("valid");
-        assert_eq!(token.as_str(), "ff");
-        assert_eq!(revision_number(&token), Some(255));
-        for foreign in ["0ff", "FF", "0", "-1", "zz", "ffffffffffffffffff"] {
-            let revision = Revision::new(foreign).expect("printable");
-            assert_eq!(revision_number(&revision), None, "{foreign}");
-        }
-    }
 }
