@@ -343,7 +343,7 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
         PostgresMemoryStore::builder(&url)
             .expect("url")
             .table(table.clone())
-            .delete_batch_size(2)
+            .erase_batch_size(2)
             .build()
             .expect("config"),
     );

@@ -1,9 +1,10 @@
-//! The table, its revision sequence, the statements every operation runs, and the schema
-//! check.
+//! What the store needs in the database: the table and its revision sequence, the DDL that
+//! creates them, their setup at `start()`, and the check that a table matches. The statements
+//! the operations run are in [`statements`](super::statements).
 
 use std::fmt;
 
-use super::error::{storage, SchemaMismatch, PROVIDER};
+use super::error::{storage, PROVIDER};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this code writes and reads, recorded as the table's comment.
@@ -280,158 +281,16 @@ fn mismatch(detail: String) -> MemoryError {
     )
 }
 
-/// The text of every statement, built once per store from its table name.
+/// Why a table failed the schema check: which columns, types or objects differ. Kept as the
+/// source of the [`MemoryError::Storage`] that `start()` returns, so the fixed `Display` of
+/// the error stays short while operators still see every difference.
 #[derive(Debug)]
-pub(crate) struct Statements {
-    pub(crate) put_always: String,
-    pub(crate) put_create_only: String,
-    pub(crate) put_expected: String,
-    pub(crate) get: String,
-    pub(crate) list: String,
-    pub(crate) search: String,
-    pub(crate) delete: String,
-    pub(crate) delete_expected: String,
-    pub(crate) delete_all: String,
-    pub(crate) delete_user_batch: String,
-    pub(crate) namespaces_first: String,
-    pub(crate) namespaces_after: String,
-    pub(crate) purge: String,
-}
+struct SchemaMismatch(String);
 
-/// `expires_at` is in the future, by the server's clock.
-const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
-
-const RECORD_COLUMNS: &str =
-    "key, content, metadata, source, revision, created_at, updated_at, expires_at";
-
-impl Statements {
-    pub(crate) fn new(names: &Names) -> Self {
-        let t = names.table();
-        let seq = names.sequence();
-        let scope = "app = $1 AND user_id = $2 AND namespace = $3";
-        // $1..$4 scope and key, $5 content, $6 metadata, $7 source, $8 expires_at.
-        let upsert = format!(
-            "INSERT INTO {t} AS r \
-               (app, user_id, namespace, key, content, metadata, source, revision, \
-                created_at, updated_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('{seq}'), now(), now(), $8) \
-             ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
-               content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
-               source = EXCLUDED.source, revision = EXCLUDED.revision, \
-               created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
-                                 ELSE r.created_at END, \
-               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at"
-        );
-        let returning = "RETURNING revision, created_at, updated_at";
-        Self {
-            put_always: format!("{upsert} {returning}"),
-            // The existing row is replaced only when it has expired; a live one means Conflict.
-            put_create_only: format!("{upsert} WHERE r.expires_at <= now() {returning}"),
-            // $9 expected revision. No row (deleted, expired, or another revision) is Conflict.
-            put_expected: format!(
-                "UPDATE {t} SET content = $5, metadata = $6, source = $7, expires_at = $8, \
-                   revision = nextval('{seq}'), updated_at = now() \
-                 WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} {returning}"
-            ),
-            get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),
-            // $4 the key to continue after ('' sorts before every key), $5 rows to fetch.
-            list: format!(
-                "SELECT {RECORD_COLUMNS} FROM {t} \
-                 WHERE {scope} AND key > $4 AND {LIVE} ORDER BY key LIMIT $5"
-            ),
-            // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
-            // Returns the matches among the next $6 keys, plus the last key inspected (flagged
-            // by `hit = false` when it does not match) so the caller can continue after it.
-            search: format!(
-                "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
-                   SELECT w.*, \
-                     count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
-                       AS hit_rank, \
-                     row_number() OVER (ORDER BY key) AS position, \
-                     count(*) OVER () AS scanned \
-                   FROM ( \
-                     SELECT {RECORD_COLUMNS}, {LIVE} AND strpos(content, $5) > 0 AS hit \
-                     FROM {t} WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
-                   ) w \
-                 ) x \
-                 WHERE (hit AND hit_rank <= $7) OR position = scanned \
-                 ORDER BY key"
-            ),
-            delete: format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
-            delete_expected: format!(
-                "DELETE FROM {t} WHERE {scope} AND key = $4 AND revision = $5 AND {LIVE} \
-                 RETURNING 1"
-            ),
-            delete_all: format!("DELETE FROM {t} WHERE {scope}"),
-            // $3 batch size, $4 batch size + 1. Deletes one batch and reports whether the
-            // snapshot held more rows than the batch.
-            delete_user_batch: format!(
-                "WITH picked AS ( \
-                   SELECT namespace, key FROM {t} WHERE app = $1 AND user_id = $2 \
-                   ORDER BY namespace, key LIMIT $4 \
-                 ), batch AS ( \
-                   SELECT namespace, key FROM picked ORDER BY namespace, key LIMIT $3 \
-                 ), gone AS ( \
-                   DELETE FROM {t} WHERE app = $1 AND user_id = $2 \
-                     AND (namespace, key) IN (SELECT namespace, key FROM batch) \
-                   RETURNING 1 \
-                 ) \
-                 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM picked) > $3"
-            ),
-            // A loose index scan: one index probe per namespace, whatever the record count.
-            namespaces_first: namespaces(&t, ">="),
-            namespaces_after: namespaces(&t, ">"),
-            // $4 after, $5 keys to inspect, $6 = $5 + 1.
-            purge: format!(
-                "WITH window_keys AS ( \
-                   SELECT key, expires_at <= now() AS expired FROM {t} \
-                   WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
-                 ), inspected AS ( \
-                   SELECT key, expired FROM window_keys ORDER BY key LIMIT $5 \
-                 ), gone AS ( \
-                   DELETE FROM {t} WHERE {scope} \
-                     AND key IN (SELECT key FROM inspected WHERE expired) \
-                     AND expires_at <= now() \
-                   RETURNING 1 \
-                 ) \
-                 SELECT (SELECT count(*) FROM gone), (SELECT max(key) FROM inspected), \
-                        (SELECT count(*) FROM window_keys) > $5"
-            ),
-        }
-    }
-
-    /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&str; 13] {
-        [
-            &self.put_always,
-            &self.put_create_only,
-            &self.put_expected,
-            &self.get,
-            &self.list,
-            &self.search,
-            &self.delete,
-            &self.delete_expected,
-            &self.delete_all,
-            &self.delete_user_batch,
-            &self.namespaces_first,
-            &self.namespaces_after,
-            &self.purge,
-        ]
+impl fmt::Display for SchemaMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
-/// $1 app, $2 user, $3 the namespace to start from, $4 how many to return.
-fn namespaces(t: &str, op: &str) -> String {
-    format!(
-        "WITH RECURSIVE ns AS ( \
-           (SELECT namespace FROM {t} WHERE app = $1 AND user_id = $2 AND namespace {op} $3 \
-            ORDER BY namespace LIMIT 1) \
-           UNION ALL \
-           SELECT (SELECT n.namespace FROM {t} n \
-                   WHERE n.app = $1 AND n.user_id = $2 AND n.namespace > ns.namespace \
-                   ORDER BY n.namespace LIMIT 1) \
-           FROM ns WHERE ns.namespace IS NOT NULL \
-         ) \
-         SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT $4"
-    )
-}
+impl std::error::Error for SchemaMismatch {}
