@@ -207,11 +207,6 @@ impl Params {
         Ok(self.take_parsed::<u64>(name)?.map(Duration::from_secs))
     }
 
-    /// The parameters left, for a provider that hands them on (to its driver) by name.
-    pub(crate) fn take_rest(&mut self) -> Vec<(String, String)> {
-        std::mem::take(&mut self.pairs)
-    }
-
     /// Checks that every parameter was taken.
     ///
     /// # Errors

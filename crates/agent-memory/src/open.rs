@@ -90,10 +90,28 @@ pub fn default_sqlite_path() -> Result<PathBuf> {
     Ok(base.join("agent-memory").join("memories.db"))
 }
 
-/// The URL of [`default_sqlite_path`]: `sqlite:` followed by the path.
+/// The URL of [`default_sqlite_path`]: `sqlite:` followed by the path, with the characters a
+/// URL gives a meaning to (`%`, `?`, `#`) percent-encoded, so the URL names exactly that file.
 ///
 /// # Errors
 /// As [`default_sqlite_path`].
 pub fn default_store_url() -> Result<String> {
-    Ok(format!("sqlite:{}", default_sqlite_path()?.display()))
+    Ok(sqlite_url(&default_sqlite_path()?))
+}
+
+/// `sqlite:` and `path`, percent-encoded where a URL parser would otherwise read it differently.
+fn sqlite_url(path: &std::path::Path) -> String {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+    const SPECIAL: &AsciiSet = &CONTROLS.add(b'%').add(b'?').add(b'#');
+    format!("sqlite:{}", utf8_percent_encode(&path.to_string_lossy(), SPECIAL))
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    #[test]
+    fn the_default_url_names_exactly_its_file() {
+        let path = std::path::Path::new("/home/a%20b/#1/why?/memories.db");
+        let store = crate::sqlite::SqliteMemoryStore::from_url(&super::sqlite_url(path)).unwrap();
+        assert_eq!(store.path(), path);
+    }
 }
