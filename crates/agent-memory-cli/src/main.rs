@@ -6,6 +6,7 @@
 //! relies on is written down in `docs/cli.md`: exit codes ([`exit`]), the export format
 //! ([`transfer`]), and what each command touches.
 
+mod api_keys;
 mod commands;
 mod duration;
 mod exit;
