@@ -25,7 +25,7 @@ fn python() -> PathBuf {
                 "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP HTTP end-to-end tests need a \
                  Python with the official MCP SDK and PyJWT; create one with\n  python3 -m venv \
                  ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
-                 'mcp>=1.2,<2' 'pyjwt[crypto]>=2.8,<3'\nand run\n  export \
+                 'mcp>=1.30,<2' 'pyjwt[crypto]>=2.8,<3'\nand run\n  export \
                  AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(.ci/run \
                  does both).",
                 if ci { " under CI=true" } else { "" }

@@ -43,22 +43,22 @@ def check(condition, message):
         raise AssertionError(message)
 
 
-def clean_env(home):
+def clean_env(home, log="info"):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env.pop("RUST_LOG", None)
     env["HOME"] = home
     env["XDG_DATA_HOME"] = os.path.join(home, "data")
-    env["AGENT_MEMORY_LOG"] = "info"
+    env["AGENT_MEMORY_LOG"] = log
     return env
 
 
 class Server:
     """One `agent-memory mcp --listen` process on a free loopback port."""
 
-    def __init__(self, binary, store, app, args, home):
+    def __init__(self, binary, store, app, args, home, log="info"):
         self.cmd = [binary, "--store", store, "--app", app, "mcp", "--listen", "127.0.0.1:0"]
         self.cmd += args
-        self.env = clean_env(home)
+        self.env = clean_env(home, log)
         self.stderr = []
         self.proc = None
         self.url = None
@@ -206,7 +206,8 @@ async def isolation(binary, store, app, home):
     alice_work = api_key(binary, home, keys, "user-alice-51c", namespace="work")
     check(oct(os.stat(keys).st_mode & 0o777) == "0o600", "key file is created 0600")
     check(alice not in open(keys).read(), "the key file holds no key")
-    with Server(binary, store, app, ["--api-keys", keys], home) as server:
+    # At debug level too, the log holds no key, user id or content (checked at the end).
+    with Server(binary, store, app, ["--api-keys", keys], home, log="debug") as server:
         async with connect(server.url, alice, "alice") as a, connect(server.url, bob, "bob") as b:
             check(await a.tool_names() == KEY_TOOLS, "the five tools over HTTP")
             await a.ok("memory_save", {"key": "plan", "content": "content-alice-secret"})

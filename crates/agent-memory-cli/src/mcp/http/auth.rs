@@ -152,6 +152,9 @@ pub async fn authenticate(
         Ok(principal) => {
             let credential = principal.credential().to_string();
             let note = CallNote::default();
+            // Nothing after this point needs the credential itself, so nothing after it (rmcp's
+            // debug logs of whole requests included) can leak it.
+            request.headers_mut().remove(header::AUTHORIZATION);
             request.extensions_mut().insert(principal);
             request.extensions_mut().insert(note.clone());
             let response = next.run(request).await;
