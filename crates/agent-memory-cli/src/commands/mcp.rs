@@ -69,7 +69,7 @@ pub struct HttpArgs {
     #[arg(long, value_name = "HOST", requires = "listen")]
     allowed_host: Vec<String>,
 
-    /// Also allow browser requests from this Origin (scheme://host[:port], `:*` for any port);
+    /// Also allow browser requests from this Origin (`scheme://host:port`, `:*` for any port);
     /// loopback origins are always allowed, requests without Origin are not affected.
     #[arg(long, value_name = "ORIGIN", requires = "listen")]
     allowed_origin: Vec<String>,
@@ -94,7 +94,7 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// The URL clients reach this server at (e.g. https://memory.example.com), named in the
+    /// The URL clients reach this server at (e.g. `https://memory.example.com`), named in the
     /// OAuth metadata; by default the scheme and address it listens on.
     #[arg(long, value_name = "URL", requires = "listen")]
     public_url: Option<String>,

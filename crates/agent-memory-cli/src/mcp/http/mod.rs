@@ -50,6 +50,9 @@ use crate::progress::eprintln_safe;
 /// Largest request body, in bytes (1 MiB): a tool call's content is at most 64 KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// How long a client may take to send a request's headers, and its connection's first request.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The hosts and origins allowed when no `--allowed-host` or `--allowed-origin` adds more:
 /// loopback names only, as rmcp's own default.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -192,23 +195,30 @@ async fn run(
     let served = match tls {
         Some(config) => {
             let config = axum_server::tls_rustls::RustlsConfig::from_config(config);
-            axum_server::tls_rustls::from_tcp_rustls(listener, config)
-                .map_err(|err| CliError::io("cannot listen", &err))?
-                .handle(handle)
-                .serve(app.into_make_service())
-                .await
+            let server = axum_server::tls_rustls::from_tcp_rustls(listener, config)
+                .map_err(|err| CliError::io("cannot listen", &err))?;
+            with_timeouts(server, handle).serve(app.into_make_service()).await
         }
         None => {
-            axum_server::from_tcp(listener)
-                .map_err(|err| CliError::io("cannot listen", &err))?
-                .handle(handle)
-                .serve(app.into_make_service())
-                .await
+            let server = axum_server::from_tcp(listener)
+                .map_err(|err| CliError::io("cannot listen", &err))?;
+            with_timeouts(server, handle).serve(app.into_make_service()).await
         }
     };
     served.map_err(|err| CliError::io("the HTTP server failed", &err))?;
     tracing::info!("agent-memory MCP server stopped");
     Ok(())
+}
+
+/// `server` with `handle` and bounded waits for a client's request headers: a connection that
+/// sends nothing (or dribbles its headers) is closed after [`HEADER_TIMEOUT`] instead of holding
+/// a socket forever.
+fn with_timeouts<A>(
+    mut server: axum_server::Server<SocketAddr, A>,
+    handle: axum_server::Handle<SocketAddr>,
+) -> axum_server::Server<SocketAddr, A> {
+    server.http_builder().http1().header_read_timeout(Some(HEADER_TIMEOUT));
+    server.first_request_timeout(HEADER_TIMEOUT).handle(handle)
 }
 
 /// Waits for SIGTERM or SIGINT, then starts the graceful shutdown: no new connections,
