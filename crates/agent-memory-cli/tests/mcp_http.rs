@@ -130,6 +130,97 @@ fn sigterm_during_load_keeps_every_acknowledged_write_on_postgres() {
     scenario("sigterm", &agent_memory_testkit::postgres::shared_url());
 }
 
+/// A server started by a test, read from its stderr until it names its address.
+struct Listening {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Listening {
+    fn start(fx: &Fixture, args: &[&str]) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = Command::new(BINARY);
+        for var in ["AGENT_MEMORY_STORE", "AGENT_MEMORY_APP", "AGENT_MEMORY_USER"]
+            .into_iter()
+            .chain(["AGENT_MEMORY_NAMESPACE", "AGENT_MEMORY_LOG", "RUST_LOG"])
+        {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .env("HOME", fx.path("home"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches("/mcp").to_owned());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server listens");
+        Self { child, addr }
+    }
+
+    /// The status code of `GET path`.
+    fn get(&self, path: &str) -> u16 {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .expect("send");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        self.child.wait().expect("wait")
+    }
+}
+
+/// Waits up to `seconds` for `GET /healthz` to answer `status`.
+fn await_health(server: &Listening, status: u16, seconds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let got = server.get("/healthz");
+        if got == status {
+            return;
+        }
+        assert!(Instant::now() < deadline, "/healthz is {got}, not {status}, after {seconds} s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn healthz_answers_whether_the_store_does() {
+    let mut postgres = agent_memory_testkit::postgres::PostgresServer::start();
+    let url = postgres.url();
+    let fx = Fixture::new();
+    let keys = fx.path("keys.jsonl");
+    std::fs::write(&keys, "").unwrap();
+    let keys = keys.to_str().unwrap();
+    let server = Listening::start(
+        &fx,
+        &["--store", &url, "--app", "health", "mcp", "--listen", "127.0.0.1:0", "--api-keys", keys],
+    );
+    await_health(&server, 200, 10);
+    assert_eq!(server.get("/mcp"), 401, "/mcp needs a credential, /healthz does not");
+    postgres.stop();
+    await_health(&server, 503, 20);
+    postgres.start_again();
+    await_health(&server, 200, 30);
+    assert!(server.stop().success(), "SIGTERM is a clean exit");
+}
+
 #[test]
 fn api_key_add_prints_the_key_once_and_stores_only_its_hash() {
     let fx = Fixture::new();

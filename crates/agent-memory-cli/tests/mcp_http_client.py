@@ -454,6 +454,21 @@ async def jwt_tokens(binary, store, app, home):
             check(challenge.startswith(f'Bearer resource_metadata="{metadata_url}"')
                   and 'error="invalid_token"' in challenge and reason in challenge,
                   f"{case}: {challenge}")
+
+        # Key rotation: the key file is re-read on change; a key taken out stops working.
+        rsa_token, ec_token = token(keys, "rsa-1"), token(keys, "ec-1")
+        check((await rpc(server.url, rsa_token)).status_code == 200, "RS256 before rotation")
+        with open(jwks_path) as f:
+            jwks = json.load(f)
+        jwks["keys"] = [k for k in jwks["keys"] if k.get("kid") != "rsa-1"]
+        with open(jwks_path + ".new", "w") as f:
+            json.dump(jwks, f)
+        os.replace(jwks_path + ".new", jwks_path)
+        rotated_at = time.monotonic()
+        while (await rpc(server.url, rsa_token)).status_code != 401:
+            check(time.monotonic() - rotated_at < 1.0, "a removed JWT key still works after 1 s")
+            await asyncio.sleep(0.02)
+        check((await rpc(server.url, ec_token)).status_code == 200, "the other keys still work")
     logs = server.logs()
     check("user-jwt" not in logs and "saved with RS256" not in logs, f"log leaks: {logs}")
     check("sub:" in logs, "requests are logged by subject hash")
