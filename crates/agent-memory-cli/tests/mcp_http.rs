@@ -350,6 +350,8 @@ fn listen_takes_the_user_from_credentials_only() {
     assert_eq!(out.status.code(), Some(INVALID));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("line 1"), "names the line: {stderr}");
+    // None of the refused starts opened, let alone created, the store.
+    assert!(!fx.path("m.db").exists(), "a refused start created the store");
 }
 
 /// Splits test arguments into the global options (before `mcp`) and the `mcp` options.

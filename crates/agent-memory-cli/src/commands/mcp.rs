@@ -113,8 +113,8 @@ impl Command {
     /// user and namespace come from each request's credential).
     ///
     /// # Errors
-    /// `Invalid` for a missing or bad scope, a user or namespace given with `--listen`, or
-    /// `--listen` without a credential source.
+    /// `Invalid` for a missing or bad scope, a user or namespace given with `--listen`,
+    /// `--listen` without a credential source, or a key or TLS file that cannot be used.
     pub fn prepare(self, globals: &Globals) -> CliResult<Job> {
         let Command::Mcp { tools, http } = self;
         let http = *http;
@@ -152,7 +152,7 @@ impl Command {
             }
         }
         let max_concurrent = usize::try_from(http.max_concurrent).unwrap_or(usize::MAX);
-        Ok(Job::Http(Box::new(HttpOptions {
+        let options = HttpOptions {
             listen,
             app,
             tools,
@@ -165,7 +165,10 @@ impl Command {
             request_timeout: http.request_timeout,
             tls: http.tls_cert.zip(http.tls_key),
             public_url: http.public_url,
-        })))
+        };
+        // A key file or certificate that cannot be used never opens (or creates) the store.
+        crate::mcp::http::check(&options)?;
+        Ok(Job::Http(Box::new(options)))
     }
 }
 

@@ -94,6 +94,40 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
 }
 
+/// Reads and checks every file the server will need (the API key file, the JWT keys, the TLS
+/// certificate and key), so that a bad file stops the command before any store is opened or
+/// created. [`serve`] reads them again when it starts.
+///
+/// # Errors
+/// `Invalid`, naming the file and what is wrong with it.
+pub fn check(options: &HttpOptions) -> CliResult {
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|err| CliError::invalid(format!("cannot read the {what}: {err}")))
+    };
+    let parsed = |what: &str, result: Result<(), reload::LoadError>| match result {
+        Ok(()) => Ok(()),
+        Err(reload::LoadError::Incomplete) => {
+            Err(CliError::invalid(format!("the {what} ends in an incomplete line")))
+        }
+        Err(reload::LoadError::Invalid(reason)) => {
+            Err(CliError::invalid(format!("the {what}: {reason}")))
+        }
+    };
+    if let Some(path) = &options.api_keys {
+        let bytes = read("API key file", path)?;
+        parsed("API key file", api_keys::parser(options.app.clone())(&bytes).map(drop))?;
+    }
+    if let Some(settings) = &options.jwt {
+        let bytes = read("JWT key file", &settings.keys)?;
+        parsed("JWT key file", jwt::parser()(&bytes).map(drop))?;
+    }
+    if let Some((cert, key)) = &options.tls {
+        tls::server_config(cert, key).map_err(CliError::invalid)?;
+    }
+    Ok(())
+}
+
 /// Serves MCP over HTTP until SIGTERM or SIGINT, then lets requests in flight finish.
 ///
 /// `store` must be started; it stays open when this returns.
@@ -177,7 +211,7 @@ async fn run(
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
-    let app = router::router(router::Parts {
+    let app = router::router(router::Routes {
         handler: MemoryServer::per_request(Arc::clone(&store), options.tools),
         mcp_config,
         auth,

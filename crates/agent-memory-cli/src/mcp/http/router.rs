@@ -28,7 +28,7 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Everything the routes need.
 #[derive(Debug)]
-pub struct Parts {
+pub struct Routes {
     pub handler: MemoryServer,
     pub mcp_config: StreamableHttpServerConfig,
     pub auth: Arc<Authenticator>,
@@ -42,8 +42,8 @@ pub struct Parts {
 /// The router: `/mcp` runs authentication (which logs), then the per-user rate limit, then the
 /// concurrency limit and deadline, then rmcp's Streamable HTTP service (which checks `Host`,
 /// `Origin`, the protocol version and the body size).
-pub fn router(parts: Parts) -> Router {
-    let Parts { handler, mcp_config, auth, limits, store, app, metadata } = parts;
+pub fn router(routes: Routes) -> Router {
+    let Routes { handler, mcp_config, auth, limits, store, app, metadata } = routes;
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
