@@ -20,6 +20,11 @@
 //! clients. It prints calls per second and the p50 and p99 latency of each, and the difference
 //! of the p50s; it asserts nothing. The clients share the machine's cores with the server, so
 //! on a small machine the HTTP figures include the client's own work.
+//!
+//! On Linux it also prints CPU time per call (from `/proc/PID/stat`), which stays meaningful
+//! when other work shares the machine and wall-clock figures do not: for the direct runs this
+//! process's (the library's work and the loop around it), for the HTTP runs the server
+//! process's and, separately, this client process's.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -64,10 +69,36 @@ impl Op {
     }
 }
 
-/// Latencies of one run and its wall time.
+/// Latencies of one run, its wall time, and the CPU seconds it cost: `(measured, client)`,
+/// where `measured` is this process for a direct run and the server for an HTTP run.
 struct Run {
     latencies: Vec<Duration>,
     wall: Duration,
+    cpu: (Option<f64>, Option<f64>),
+}
+
+/// User plus system CPU time of process `pid` (`"self"` for this one) so far, in seconds.
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: f64 = fields.next()?.parse().ok()?;
+    let system: f64 = fields.next()?.parse().ok()?;
+    Some((user + system) / 100.0) // clock ticks; 100 per second on Linux
+}
+
+/// The CPU seconds `pid` spent while `run` ran.
+async fn measured<F: std::future::Future<Output = Result<Run, Error>>>(
+    pid: &str,
+    run: F,
+) -> Result<Run, Error> {
+    let (before, client_before) = (cpu_seconds(pid), cpu_seconds("self"));
+    let mut result = run.await?;
+    let spent = |before: Option<f64>, pid: &str| Some(cpu_seconds(pid)? - before?);
+    result.cpu =
+        (spent(before, pid), if pid == "self" { None } else { spent(client_before, "self") });
+    Ok(result)
 }
 
 impl Run {
@@ -77,11 +108,19 @@ impl Run {
         // The nearest-rank percentile, in whole percent.
         let at = |percent: usize| sorted[(sorted.len() - 1) * percent / 100];
         let (p50, p99) = (at(50), at(99));
+        let calls = sorted.len() as f64;
+        let per_call = |cpu: Option<f64>| {
+            cpu.map_or_else(|| "-".to_owned(), |s| format!("{:.0}", s / calls * 1e6))
+        };
         println!(
-            "{label:<28} {:>9.0} calls/s   p50 {:>7.3} ms   p99 {:>7.3} ms",
-            sorted.len() as f64 / self.wall.as_secs_f64(),
+            "{label:<22} {:>8.0} calls/s   p50 {:>6.3} ms   p99 {:>6.3} ms   cpu/call {:>4} µs{}",
+            calls / self.wall.as_secs_f64(),
             p50.as_secs_f64() * 1e3,
             p99.as_secs_f64() * 1e3,
+            per_call(self.cpu.0),
+            self.cpu
+                .1
+                .map_or_else(String::new, |_| format!(" (client {} µs)", per_call(self.cpu.1))),
         );
         p50
     }
@@ -116,7 +155,7 @@ async fn direct(
     for task in tasks {
         latencies.extend(task.await??);
     }
-    Ok(Run { latencies, wall: started.elapsed() })
+    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
 }
 
 async fn http(
@@ -170,7 +209,7 @@ async fn http(
     for task in tasks {
         latencies.extend(task.await??);
     }
-    Ok(Run { latencies, wall: started.elapsed() })
+    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
 }
 
 /// Makes one API key per client with the binary's `api-key add`.
@@ -257,13 +296,14 @@ async fn main() -> Result<(), Error> {
         store.start().await?;
         // Preload every key, so every get finds a record.
         direct(&store, Op::Save, clients, KEYS_PER_USER).await?;
-        let direct_get = direct(&store, Op::Get, concurrency, calls).await?;
-        let direct_save = direct(&store, Op::Save, concurrency, calls).await?;
+        let direct_get = measured("self", direct(&store, Op::Get, concurrency, calls)).await?;
+        let direct_save = measured("self", direct(&store, Op::Save, concurrency, calls)).await?;
         store.close().await?;
 
         let (mut server, addr) = start_server(&binary, &store_url, &key_file)?;
-        let http_get = http(&addr, &keys, Op::Get, concurrency, calls).await;
-        let http_save = http(&addr, &keys, Op::Save, concurrency, calls).await;
+        let pid = server.id().to_string();
+        let http_get = measured(&pid, http(&addr, &keys, Op::Get, concurrency, calls)).await;
+        let http_save = measured(&pid, http(&addr, &keys, Op::Save, concurrency, calls)).await;
         let _ = Command::new("kill").arg("-TERM").arg(server.id().to_string()).status();
         let _ = server.wait();
         results.push((concurrency, [direct_get, direct_save, http_get?, http_save?]));
