@@ -16,7 +16,10 @@
 //!    connection with its own API key: what the server adds (HTTP, authentication, rate limit,
 //!    rmcp, JSON-RPC).
 //!
-//! Then it repeats both with a single client, where latency is not queueing behind the other
+//! For comparison it also sends `GET /healthz` the same way: hyper, axum and one store read,
+//! without authentication or rmcp.
+//!
+//! Then it repeats everything with a single client, where latency is not queueing behind the other
 //! clients. It prints calls per second and the p50 and p99 latency of each, and the difference
 //! of the p50s; it asserts nothing. The clients share the machine's cores with the server, so
 //! on a small machine the HTTP figures include the client's own work.
@@ -46,6 +49,9 @@ const KEYS_PER_USER: usize = 100;
 enum Op {
     Get,
     Save,
+    /// `GET /healthz`: hyper, axum and one store read, without authentication or rmcp; the
+    /// baseline that shows what the MCP layer itself costs.
+    Health,
 }
 
 impl Op {
@@ -53,6 +59,7 @@ impl Op {
         match self {
             Op::Get => "memory_get",
             Op::Save => "memory_save",
+            Op::Health => "healthz",
         }
     }
 
@@ -60,7 +67,7 @@ impl Op {
     fn arguments(self, client: usize, i: usize) -> Value {
         let key = format!("fact-{:03}", i % KEYS_PER_USER);
         match self {
-            Op::Get => json!({"key": key}),
+            Op::Get | Op::Health => json!({"key": key}),
             Op::Save => json!({
                 "key": key,
                 "content": format!("client {client} call {i}: {}", "prefers metric units. ".repeat(8)),
@@ -182,7 +189,12 @@ async fn http(
                     "jsonrpc": "2.0", "id": i, "method": "tools/call",
                     "params": {"name": op.name(), "arguments": op.arguments(client, i)},
                 });
-                let request = hyper::Request::post("/mcp")
+                let request = if op == Op::Health {
+                    hyper::Request::get("/healthz")
+                } else {
+                    hyper::Request::post("/mcp")
+                };
+                let request = request
                     .header("host", &host)
                     .header("authorization", &authorization)
                     .header("content-type", "application/json")
@@ -197,6 +209,12 @@ async fn http(
                 let bytes =
                     response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
                 latencies.push(t.elapsed());
+                if op == Op::Health {
+                    if !status.is_success() {
+                        return Err(format!("GET /healthz: {status}"));
+                    }
+                    continue;
+                }
                 let reply: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
                 if !status.is_success() || reply["result"]["isError"] != false {
                     return Err(format!("call failed ({status}): {reply}"));
@@ -304,11 +322,12 @@ async fn main() -> Result<(), Error> {
         let pid = server.id().to_string();
         let http_get = measured(&pid, http(&addr, &keys, Op::Get, concurrency, calls)).await;
         let http_save = measured(&pid, http(&addr, &keys, Op::Save, concurrency, calls)).await;
+        let health = measured(&pid, http(&addr, &keys, Op::Health, concurrency, calls)).await;
         let _ = Command::new("kill").arg("-TERM").arg(server.id().to_string()).status();
         let _ = server.wait();
-        results.push((concurrency, [direct_get, direct_save, http_get?, http_save?]));
+        results.push((concurrency, [direct_get, direct_save, http_get?, http_save?, health?]));
     }
-    for (concurrency, [direct_get, direct_save, http_get, http_save]) in &results {
+    for (concurrency, [direct_get, direct_save, http_get, http_save, health]) in &results {
         println!("\n{concurrency} concurrent client(s):");
         let dg = direct_get.report("direct memory_get");
         let hg = http_get.report("http   memory_get");
@@ -319,6 +338,7 @@ async fn main() -> Result<(), Error> {
             (hg.as_secs_f64() - dg.as_secs_f64()) * 1e3,
             (hs.as_secs_f64() - ds.as_secs_f64()) * 1e3,
         );
+        health.report("http   GET /healthz");
     }
     Ok(())
 }
