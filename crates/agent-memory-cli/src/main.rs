@@ -6,6 +6,7 @@
 //! relies on is written down in `docs/cli.md`: exit codes ([`exit`]), the export format
 //! ([`transfer`]), and what each command touches.
 
+mod api_keys;
 mod commands;
 mod duration;
 mod exit;
@@ -109,12 +110,21 @@ fn report(err: &exit::CliError) -> ExitCode {
 
 /// Logs to stderr only: for `mcp`, stdout carries the protocol, and for every other command it
 /// carries data. The filter comes from `AGENT_MEMORY_LOG`, then `RUST_LOG`, else `warn`.
+///
+/// rmcp's own events are capped at `warn` unless the filter names `rmcp` itself: at `info` it
+/// logs every stateless HTTP request twice, and at `debug` it prints whole requests and results,
+/// stored content included, which our logs never carry.
 fn init_logging() {
     let wanted = std::env::var("AGENT_MEMORY_LOG").or_else(|_| std::env::var("RUST_LOG")).ok();
     let (filter, invalid) = match wanted.as_deref().map(tracing_subscriber::EnvFilter::try_new) {
         Some(Ok(filter)) => (filter, false),
         Some(Err(_)) => (tracing_subscriber::EnvFilter::new("warn"), true),
         None => (tracing_subscriber::EnvFilter::new("warn"), false),
+    };
+    let names_rmcp = wanted.as_deref().is_some_and(|wanted| wanted.contains("rmcp"));
+    let filter = match "rmcp=warn".parse() {
+        Ok(cap) if !names_rmcp => filter.add_directive(cap),
+        _ => filter,
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

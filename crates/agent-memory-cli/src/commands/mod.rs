@@ -1,5 +1,6 @@
 //! The commands, one module per group, and the one path every command takes: check its input,
-//! open and start the store, run, close the store.
+//! open and start the store, run, close the store. (`api-key` alone needs no store: it only
+//! edits the key file of the remote MCP server, and never opens or creates a database.)
 //!
 //! Each group module owns its clap arguments, the checked job they become and the code that
 //! runs it; this module only composes the groups. A job is built from the arguments and the
@@ -7,6 +8,7 @@
 //! opens (or creates) a database file, and the store URL is never printed (it may hold a
 //! password).
 
+mod api_key;
 mod backup;
 mod globals;
 mod maintenance;
@@ -34,6 +36,8 @@ pub enum Command {
     Backup(backup::Command),
     #[command(flatten)]
     Mcp(mcp::Command),
+    #[command(flatten)]
+    ApiKey(api_key::Command),
 }
 
 /// One command with its input checked, ready to run against a started store.
@@ -43,6 +47,7 @@ enum Job {
     Maintenance(maintenance::Job),
     Backup(backup::Job),
     Mcp(mcp::Job),
+    ApiKey(api_key::Job),
 }
 
 /// Runs `command` with the global options: checks its input, then lets
@@ -51,6 +56,10 @@ pub async fn run(globals: Globals, command: Command) -> CliResult {
     let job = prepare(command, &globals).await?;
     // Nothing is written to `out` by `mcp`: there stdout belongs to the MCP protocol.
     let mut out = Output::stdout(globals.json);
+    if let Job::ApiKey(job) = job {
+        let result = api_key::run(job, &mut out);
+        return result.and(out.flush());
+    }
     store::with_store(globals.store.as_deref(), |store| async move {
         let result = execute(job, store, &mut out).await;
         // Whatever was printed before a failure is still delivered.
@@ -65,6 +74,7 @@ async fn prepare(command: Command, globals: &Globals) -> CliResult<Job> {
         Command::Maintenance(command) => Job::Maintenance(command.prepare(globals)?),
         Command::Backup(command) => Job::Backup(command.prepare(globals).await?),
         Command::Mcp(command) => Job::Mcp(command.prepare(globals)?),
+        Command::ApiKey(command) => Job::ApiKey(command.prepare(globals)?),
     })
 }
 
@@ -74,5 +84,7 @@ async fn execute(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
         Job::Maintenance(job) => maintenance::run(job, store, out).await,
         Job::Backup(job) => backup::run(job, store, out).await,
         Job::Mcp(job) => mcp::run(job, store).await,
+        // Run before any store is opened, in `run`.
+        Job::ApiKey(job) => api_key::run(job, out),
     }
 }

@@ -1,0 +1,374 @@
+//! End-to-end tests of `agent-memory mcp --listen`: the built binary serving Streamable HTTP on
+//! a loopback port, driven by the official MCP Python SDK (`tests/mcp_http_client.py`, run with
+//! the interpreter named by `AGENT_MEMORY_TEST_PYTHON`; `.ci/run` creates that virtual
+//! environment). Each scenario starts its own servers; the SIGTERM scenario runs on SQLite and
+//! on the testkit's PostgreSQL. The other tests here check the command line itself: the
+//! `api-key` commands and the options `--listen` refuses.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{json_lines, Fixture, INVALID, NOT_FOUND, OK};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
+
+fn python() -> PathBuf {
+    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
+        Some(python) if !python.is_empty() => PathBuf::from(python),
+        _ => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            panic!(
+                "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP HTTP end-to-end tests need a \
+                 Python with the official MCP SDK and PyJWT; create one with\n  python3 -m venv \
+                 ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
+                 'mcp>=1.30,<2' 'pyjwt[crypto]>=2.8,<3'\nand run\n  export \
+                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(.ci/run \
+                 does both).",
+                if ci { " under CI=true" } else { "" }
+            )
+        }
+    }
+}
+
+/// Runs one scenario of `mcp_http_client.py` against `store` and fails with its output unless
+/// it passes.
+fn scenario(name: &str, store: &str) {
+    let python = python();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("mcp_http_client.py");
+    // A fresh application id per run, so runs sharing a PostgreSQL server never meet.
+    let app = format!("http-{name}-{}", uuid::Uuid::new_v4().simple());
+    let started = Instant::now();
+    let mut child = Command::new(&python)
+        .arg(&script)
+        .args([name, BINARY, store, &app])
+        .env_remove("AGENT_MEMORY_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| {
+            panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
+        });
+    let deadline = started + Duration::from_secs(300);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().expect("client output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let status = status.unwrap_or_else(|| {
+        panic!("scenario {name} timed out\nstdout:\n{stdout}\nstderr:\n{stderr}")
+    });
+    assert!(
+        status.success(),
+        "scenario {name} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains(&format!("mcp http scenario {name} passed")), "stdout:\n{stdout}");
+    eprintln!("scenario {name}: {:.1} s\n{stdout}", started.elapsed().as_secs_f64());
+}
+
+fn sqlite_store(dir: &tempfile::TempDir) -> String {
+    format!("sqlite:{}", dir.path().join("http.db").display())
+}
+
+#[test]
+fn two_users_through_one_server_see_only_their_own_memories() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("isolation", &sqlite_store(&dir));
+}
+
+#[test]
+fn a_revoked_key_is_refused_within_a_second_without_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("revoke", &sqlite_store(&dir));
+}
+
+#[test]
+fn a_read_only_key_lists_and_runs_only_the_read_tools() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("read-only", &sqlite_store(&dir));
+}
+
+#[test]
+fn oauth_tokens_are_checked_for_signature_issuer_audience_and_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("jwt", &sqlite_store(&dir));
+}
+
+#[test]
+fn forged_hosts_big_bodies_and_bursts_are_refused_and_tls_works() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("hardening", &sqlite_store(&dir));
+}
+
+#[test]
+fn fifty_concurrent_clients_lose_and_cross_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("load", &sqlite_store(&dir));
+}
+
+#[test]
+fn sigterm_during_load_keeps_every_acknowledged_write_on_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("sigterm", &sqlite_store(&dir));
+}
+
+#[test]
+fn sigterm_during_load_keeps_every_acknowledged_write_on_postgres() {
+    scenario("sigterm", &agent_memory_testkit::postgres::shared_url());
+}
+
+/// A server started by a test, read from its stderr until it names its address.
+struct Listening {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Listening {
+    fn start(fx: &Fixture, args: &[&str]) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = Command::new(BINARY);
+        for var in ["AGENT_MEMORY_STORE", "AGENT_MEMORY_APP", "AGENT_MEMORY_USER"]
+            .into_iter()
+            .chain(["AGENT_MEMORY_NAMESPACE", "AGENT_MEMORY_LOG", "RUST_LOG"])
+        {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .env("HOME", fx.path("home"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches("/mcp").to_owned());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server listens");
+        Self { child, addr }
+    }
+
+    /// The status code of `GET path`.
+    fn get(&self, path: &str) -> u16 {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .expect("send");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        self.child.wait().expect("wait")
+    }
+}
+
+/// Waits up to `seconds` for `GET /healthz` to answer `status`.
+fn await_health(server: &Listening, status: u16, seconds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let got = server.get("/healthz");
+        if got == status {
+            return;
+        }
+        assert!(Instant::now() < deadline, "/healthz is {got}, not {status}, after {seconds} s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn healthz_answers_whether_the_store_does() {
+    let mut postgres = agent_memory_testkit::postgres::PostgresServer::start();
+    let url = postgres.url();
+    let fx = Fixture::new();
+    let keys = fx.path("keys.jsonl");
+    std::fs::write(&keys, "").unwrap();
+    let keys = keys.to_str().unwrap();
+    let server = Listening::start(
+        &fx,
+        &["--store", &url, "--app", "health", "mcp", "--listen", "127.0.0.1:0", "--api-keys", keys],
+    );
+    await_health(&server, 200, 10);
+    assert_eq!(server.get("/mcp"), 401, "/mcp needs a credential, /healthz does not");
+    postgres.stop();
+    await_health(&server, 503, 20);
+    postgres.start_again();
+    await_health(&server, 200, 30);
+    assert!(server.stop().success(), "SIGTERM is a clean exit");
+}
+
+#[test]
+fn api_key_add_prints_the_key_once_and_stores_only_its_hash() {
+    let fx = Fixture::new();
+    let file = fx.path("keys.jsonl");
+    let file_arg = file.to_str().expect("UTF-8 path");
+    let out = fx
+        .bare()
+        .args(["api-key", "add", "--file", file_arg, "--user", "u-1", "--label", "ci"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(OK), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = String::from_utf8(out.stdout).expect("UTF-8");
+    let key = key.strip_suffix('\n').expect("one line");
+    assert!(key.starts_with("amk_") && !key.contains('\n'), "{key}");
+    let mode = std::fs::metadata(&file).expect("key file").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let stored = std::fs::read_to_string(&file).expect("read");
+    assert!(!stored.contains(key) && !stored.contains(key.rsplit('_').next().unwrap()));
+    // No store was opened or created.
+    assert!(!fx.path("home").join("data").exists());
+
+    fx.bare()
+        .args(["api-key", "add", "--file", file_arg, "--user", "u-2", "--namespace", "n"])
+        .arg("--read-only")
+        .assert()
+        .code(OK);
+    let listed = json_lines(
+        &fx.bare().args(["--json", "api-key", "list", "--file", file_arg]).output().unwrap().stdout,
+    );
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["user"], "u-1");
+    assert_eq!(listed[0]["label"], "ci");
+    assert_eq!(listed[1]["namespace"], "n");
+    assert_eq!(listed[1]["read_only"], true);
+    let human = fx.bare().args(["api-key", "list", "--file", file_arg]).output().unwrap();
+    let human = String::from_utf8(human.stdout).unwrap();
+    assert!(human.starts_with("ID") && human.contains("read-only"), "{human}");
+    assert!(!human.contains(key), "list never shows a key");
+
+    let id = listed[0]["id"].as_str().expect("id").to_owned();
+    fx.bare().args(["api-key", "revoke", "--file", file_arg, &id]).assert().code(OK);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let again = fx.bare().args(["--json", "api-key", "revoke", "--file", file_arg, &id]).output();
+    let again = json_lines(&again.unwrap().stdout);
+    assert_eq!(again[0]["already"], true, "revoking twice is a no-op");
+    let listed = json_lines(
+        &fx.bare().args(["--json", "api-key", "list", "--file", file_arg]).output().unwrap().stdout,
+    );
+    assert!(listed[0]["revoked_at"].is_number() && listed[1]["revoked_at"].is_null());
+    fx.bare()
+        .args(["api-key", "revoke", "--file", file_arg, "000000000000"])
+        .assert()
+        .code(NOT_FOUND);
+}
+
+#[test]
+fn api_key_add_refuses_bad_input_and_writes_nothing() {
+    let fx = Fixture::new();
+    let file = fx.path("keys.jsonl");
+    let file_arg = file.to_str().expect("UTF-8 path");
+    for args in [
+        vec!["api-key", "add", "--file", file_arg],
+        vec!["api-key", "add", "--file", file_arg, "--user", ""],
+        vec!["api-key", "add", "--file", file_arg, "--user", "u\u{7}"],
+        vec!["api-key", "add", "--file", file_arg, "--user", "u", "--label", "a\nb"],
+    ] {
+        fx.bare().args(&args).assert().code(INVALID);
+        assert!(!file.exists(), "{args:?} created the key file");
+    }
+    std::fs::write(&file, "not json\n").unwrap();
+    fx.bare().args(["api-key", "add", "--file", file_arg, "--user", "u"]).assert().code(INVALID);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "not json\n",
+        "a garbled file is left alone"
+    );
+}
+
+#[test]
+fn listen_takes_the_user_from_credentials_only() {
+    let fx = Fixture::new();
+    let keys = fx.path("keys.jsonl");
+    std::fs::write(&keys, "").unwrap();
+    let keys = keys.to_str().unwrap();
+    let listen = ["mcp", "--listen", "127.0.0.1:0"];
+    let refused: Vec<Vec<&str>> = vec![
+        // The user and namespace are never flags of the HTTP server.
+        vec!["--app", "a", "--user", "u", "--api-keys", keys],
+        vec!["--app", "a", "--namespace", "n", "--api-keys", keys],
+        // An application and a credential source are required.
+        vec!["--api-keys", keys],
+        vec!["--app", "a"],
+        // Options that need others.
+        vec!["--app", "a", "--jwt-issuer", "https://i"],
+        vec!["--app", "a", "--api-keys", keys, "--tls-cert", "c.pem"],
+        vec!["--app", "a", "--api-keys", keys, "--rate-limit", "0/s"],
+        vec!["--app", "a", "--api-keys", keys, "--rate-limit", "fast"],
+        vec!["--app", "a", "--api-keys", keys, "--public-url", "memory.example"],
+        // Files that cannot be used stop the server before it listens.
+        vec!["--app", "a", "--api-keys", "/nonexistent/keys.jsonl"],
+    ];
+    for args in refused {
+        let mut cmd = fx.with_store();
+        let (globals, rest): (Vec<&str>, Vec<&str>) = split_globals(&args);
+        cmd.args(&globals).args(listen).args(&rest);
+        let out = cmd.output().expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(INVALID),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // HTTP options without --listen are usage errors; stdio stays as it was.
+    fx.with_store()
+        .args(["--app", "a", "--user", "u", "mcp", "--api-keys", keys])
+        .assert()
+        .code(INVALID);
+    let garbled = fx.path("garbled.jsonl");
+    std::fs::write(&garbled, "{\"id\":\n").unwrap();
+    let out = fx
+        .with_store()
+        .args(["--app", "a", "mcp", "--listen", "127.0.0.1:0", "--api-keys"])
+        .arg(&garbled)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(INVALID));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 1"), "names the line: {stderr}");
+    // None of the refused starts opened, let alone created, the store.
+    assert!(!fx.path("m.db").exists(), "a refused start created the store");
+}
+
+/// Splits test arguments into the global options (before `mcp`) and the `mcp` options.
+fn split_globals<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut globals = Vec::new();
+    let mut rest = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let target = if matches!(*arg, "--app" | "--user" | "--namespace") {
+            &mut globals
+        } else {
+            &mut rest
+        };
+        target.push(*arg);
+        if let Some(value) = iter.next() {
+            target.push(*value);
+        }
+    }
+    (globals, rest)
+}
