@@ -191,7 +191,8 @@ fn parse_rate(text: &str) -> Result<NonZeroU32, String> {
 pub async fn run(job: Job, store: Arc<dyn MemoryStore>) -> CliResult {
     match job {
         Job::Stdio { scope, tools } => {
-            tracing::info!(?scope, ?tools, "serving MCP on stdio");
+            // The scope names the user: it stays out of the log.
+            tracing::info!(?tools, "serving MCP on stdio");
             crate::mcp::serve_stdio(store, scope, tools)
                 .await
                 .map_err(|err| CliError::failure(format!("the MCP server stopped: {err}")))
