@@ -47,6 +47,9 @@
 //! - [`validation`]: every input limit, shared by all providers.
 //! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
 //! - [`provider`]: the building blocks for writing a provider.
+//! - [`tools`]: model tools (JSON Schema definitions and their dispatcher) over a
+//!   [`ScopedMemory`]; [`memory_tool`]: Claude's memory tool (`memory_20250818`), files under
+//!   `/memories` kept in the store.
 //!
 //! # Providers
 //!
@@ -110,7 +113,8 @@
 //! A cursor from a prefixed listing is bound to its prefix: sent with another prefix (or none)
 //! it is [`MemoryError::Invalid`], so changing the prefix between pages cannot silently skip
 //! or repeat keys. `search`, `purge_expired` and `list_namespaces` take no prefix and refuse a
-//! non-empty one as `Invalid` rather than ignore it.
+//! non-empty one as `Invalid` rather than ignore it. The [`memory_tool`] maps directories onto
+//! key prefixes this way.
 //!
 //! # Errors and retries
 //!
@@ -167,6 +171,7 @@ mod store;
 mod time;
 mod write;
 
+pub mod memory_tool;
 pub mod prompt;
 pub mod provider;
 pub mod tools;
