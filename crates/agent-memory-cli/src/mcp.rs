@@ -1,9 +1,10 @@
 //! `agent-memory mcp`: the memory tools over the Model Context Protocol, on stdio.
 //!
 //! This layer is thin on purpose. The tool list is built from the library's
-//! [`tools::definitions`] (or [`tools::fact_definitions`]) and every call is forwarded to the
-//! library's dispatcher, the one place arguments are checked and run. The scope is fixed when
-//! the server starts, from trusted flags or environment; nothing a client sends can change it.
+//! [`tools::definitions`] (or [`tools::fact_definitions`], or [`memory_tool::definition`]) and
+//! every call is forwarded to the library's dispatcher, the one place arguments are checked
+//! and run. The scope is fixed when the server starts, from trusted flags or environment;
+//! nothing a client sends can change it.
 //!
 //! stdout carries only the protocol; logs go to stderr. The server runs until the client
 //! closes stdin, then returns; the store it is given is already started, and the caller closes
@@ -17,6 +18,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use agent_memory::memory_tool;
 use agent_memory::tools::{self, ToolDefinition, ToolError, ToolErrorKind};
 use agent_memory::{Facts, MemoryScope, MemoryStore, ScopedMemory, Source};
 use rmcp::model::{
@@ -35,6 +37,8 @@ pub enum ToolSet {
     Keys,
     /// The fact tools: remember, forget, recall.
     Facts,
+    /// Claude's memory tool, one tool named `memory`: files under /memories.
+    Memory,
 }
 
 /// What the server's tool calls run against.
@@ -42,6 +46,13 @@ pub enum ToolSet {
 enum Target {
     Keys(ScopedMemory),
     Facts(Facts, MemoryScope),
+    Memory(ScopedMemory),
+}
+
+/// A successful call's result: JSON for the key and fact tools, text for the memory tool.
+enum Reply {
+    Json(Value),
+    Text(String),
 }
 
 /// The MCP server: a fixed tool list and the bound target the calls run against.
@@ -65,6 +76,9 @@ impl MemoryServer {
         let (definitions, target) = match set {
             ToolSet::Keys => (tools::definitions(), Target::Keys(ScopedMemory::new(store, scope))),
             ToolSet::Facts => (tools::fact_definitions(), Target::Facts(Facts::new(store), scope)),
+            ToolSet::Memory => {
+                (vec![memory_tool::definition()], Target::Memory(ScopedMemory::new(store, scope)))
+            }
         };
         let tools = definitions.iter().map(mcp_tool).collect();
         let session_id = uuid::Uuid::now_v7().simple().to_string().into();
@@ -77,7 +91,7 @@ impl MemoryServer {
         name: &str,
         arguments: &Value,
         client: Option<&str>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Reply, ToolError> {
         let source = Source {
             session_id: Some(self.session_id.to_string()),
             invocation_id: None,
@@ -85,11 +99,18 @@ impl MemoryServer {
         };
         match &self.target {
             Target::Keys(memory) => {
-                tools::dispatch(&memory.clone().with_source(source), name, arguments).await
+                tools::dispatch(&memory.clone().with_source(source), name, arguments)
+                    .await
+                    .map(Reply::Json)
             }
             Target::Facts(facts, scope) => {
                 let facts = facts.clone().with_source(source);
-                tools::dispatch_facts(&facts, scope, name, arguments).await
+                tools::dispatch_facts(&facts, scope, name, arguments).await.map(Reply::Json)
+            }
+            Target::Memory(memory) => {
+                memory_tool::dispatch(&memory.clone().with_source(source), name, arguments)
+                    .await
+                    .map(Reply::Text)
             }
         }
     }
@@ -153,7 +174,10 @@ impl ServerHandler for MemoryServer {
         let client = context.peer.peer_info();
         let client_name = client.as_ref().map(|info| info.client_info.name.as_str());
         match self.dispatch(&request.name, &arguments, client_name).await {
-            Ok(result) => Ok(CallToolResult::structured(result).into()),
+            Ok(Reply::Json(result)) => Ok(CallToolResult::structured(result).into()),
+            Ok(Reply::Text(text)) => {
+                Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+            }
             // An unknown tool is a protocol error (the client asked for something this server
             // never listed); everything else is a tool error the model can read and act on.
             Err(err) if err.kind() == ToolErrorKind::UnknownTool => {

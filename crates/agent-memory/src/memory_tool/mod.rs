@@ -26,6 +26,23 @@ use crate::tools::ToolError;
 
 pub use definition::{definition, NAME};
 
+/// Runs a call of the tool `name` as [`run`] does, for runtimes that route every tool call by
+/// name through one place (the MCP server does): a name other than [`NAME`] is a
+/// [`ToolErrorKind::UnknownTool`](crate::tools::ToolErrorKind::UnknownTool) error.
+///
+/// # Errors
+/// As [`run`], and for an unknown tool name.
+pub async fn dispatch(
+    memory: &ScopedMemory,
+    name: &str,
+    input: &Value,
+) -> Result<String, ToolError> {
+    if name != NAME {
+        return Err(ToolError::unknown_tool(name, [NAME]));
+    }
+    run(memory, input).await
+}
+
 /// Runs one memory tool command against `memory` and returns its result text.
 ///
 /// `input` is the tool's input as the model sent it: for the Messages API, the `input` of a

@@ -138,7 +138,7 @@ impl ToolError {
     }
 
     /// No tool called `name` among `available`.
-    pub(super) fn unknown_tool<'n>(
+    pub(crate) fn unknown_tool<'n>(
         name: &str,
         available: impl IntoIterator<Item = &'n str>,
     ) -> Self {
