@@ -69,11 +69,13 @@ pub(super) async fn rename(
             }
         }
         Node::Directory => {
-            if new.key.starts_with(&format!("{}/", old.key)) {
-                return Err(error::into_itself(old.raw, new.raw));
-            }
+            // A file in the way first, as the reference finds it first (making the
+            // destination's parent directories).
             if let Some(file) = file_above(memory, new).await.map_err(&store)? {
                 return Err(error::file_in_the_way(new.raw, &file));
+            }
+            if new.key.starts_with(&format!("{}/", old.key)) {
+                return Err(error::into_itself(old.raw, new.raw));
             }
             check_lengths(memory, old, new).await?;
             begin(memory, old, new).await?;
