@@ -173,6 +173,17 @@ macro_rules! list_sql {
     };
 }
 
+/// The `list` statement starting after a key (`after`) or at the prefix, with or without an
+/// end.
+fn list_statement(after: bool, end: bool) -> &'static str {
+    match (after, end) {
+        (true, true) => list_sql!("key > ?4 AND key < ?6"),
+        (true, false) => list_sql!("key > ?4"),
+        (false, true) => list_sql!("key >= ?4 AND key < ?6"),
+        (false, false) => list_sql!("key >= ?4"),
+    }
+}
+
 /// Pages live records in key order: after the cursor (else from the prefix) up to the
 /// prefix's end, a range of the primary key.
 pub(super) fn list(
@@ -185,12 +196,7 @@ pub(super) fn list(
     let end = page.prefix_end();
     // ?4 is the start: the key to continue after, or the prefix ("" for none: every key is at
     // least one byte, so all sort at or after it). ?6 is the end, when there is one.
-    let sql = match (page.after.is_some(), end.is_some()) {
-        (true, true) => list_sql!("key > ?4 AND key < ?6"),
-        (true, false) => list_sql!("key > ?4"),
-        (false, true) => list_sql!("key >= ?4 AND key < ?6"),
-        (false, false) => list_sql!("key >= ?4"),
-    };
+    let sql = list_statement(page.after.is_some(), end.is_some());
     let mut stmt = conn.prepare_cached(sql).map_err(storage(what))?;
     let start = page.after.as_deref().unwrap_or(&page.prefix);
     let (app, user, ns, now) =
@@ -480,4 +486,34 @@ pub(super) fn purge_expired(
         .map_err(storage(what))?;
     let next_cursor = more.then(|| key_cursor(CursorKind::Purge, scope, last));
     Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shape of `list` seeks the primary key with both of its key bounds: no row outside
+    /// the range is read and filtered.
+    #[test]
+    fn list_statements_seek_both_ends_of_the_key_range() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_RECORDS).unwrap();
+        for (after, end, bounds) in [
+            (false, false, "key>?)"),
+            (false, true, "key>? AND key<?)"),
+            (true, false, "key>?)"),
+            (true, true, "key>? AND key<?)"),
+        ] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", list_statement(after, end));
+            let mut stmt = conn.prepare(&sql).unwrap();
+            let values = rusqlite::params_from_iter(vec!["k"; stmt.parameter_count()]);
+            let plan: Vec<String> =
+                stmt.query_map(values, |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+            let expected = format!(
+                "SEARCH memory_records USING PRIMARY KEY \
+                 (app_id=? AND user_id=? AND namespace=? AND {bounds}"
+            );
+            assert_eq!(plan, [expected], "after {after}, end {end}");
+        }
+    }
 }
