@@ -116,7 +116,7 @@ pub fn user_id(u: usize) -> String {
 pub fn content(i: u64) -> String {
     let mut rng = SplitMix64::new(42u64.wrapping_add(i));
     let mut text = String::with_capacity(CONTENT_MIN_BYTES + 16);
-    if i % 10 == 0 {
+    if i.is_multiple_of(10) {
         text.push_str(PHRASE);
     }
     while text.len() < CONTENT_MIN_BYTES {

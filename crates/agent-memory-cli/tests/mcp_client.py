@@ -20,6 +20,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
 
 KEY_TOOLS = {"memory_save", "memory_get", "memory_list", "memory_search", "memory_delete"}
+MEMORY_COMMANDS = ["view", "create", "str_replace", "insert", "delete", "rename"]
 FACT_TOOLS = {"remember", "forget", "recall"}
 SCOPE_WORDS = ("user", "app", "namespace", "tenant", "scope")
 
@@ -64,6 +65,14 @@ class Server:
         check(isinstance(data, dict), f"[{self.label}] {tool}: no structured result")
         check(json.loads(text) == data, f"[{self.label}] {tool}: text and structured differ")
         return data
+
+    async def text(self, tool, arguments):
+        """A successful call whose result is one text block (the memory tool's)."""
+        result = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""
+        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
+        check(len(result.content) == 1 and result.content[0].type == "text", "one text block")
+        return text
 
     async def error(self, tool, arguments):
         result = await self.session.call_tool(tool, arguments)
@@ -271,10 +280,75 @@ async def fact_tools_scenario(binary, store, app):
         check((await dave.ok("recall", {}))["facts"] == [], "dave has no facts")
 
 
+async def memory_tool_scenario(binary, store, app):
+    """`--tools memory`: one tool, Claude's memory tool commands, files kept in the store."""
+    async with Server(binary, store, app, "erin", namespace="files", tools="memory") as erin:
+        tools = {tool.name: tool for tool in (await erin.session.list_tools()).tools}
+        check(set(tools) == {"memory"}, f"memory tool names: {sorted(tools)}")
+        schema = tools["memory"].inputSchema
+        check(schema["properties"]["command"]["enum"] == MEMORY_COMMANDS, f"commands: {schema}")
+        check(schema.get("required") == ["command"], "command is required")
+        check(tools["memory"].annotations.destructiveHint is True, "memory is destructive")
+
+        def call(command, **params):
+            return dict(params, command=command)
+
+        empty = await erin.text("memory", call("view", path="/memories"))
+        check(empty == "Here're the files and directories up to 2 levels deep in /memories, "
+                       "excluding hidden items:\n4K\t/memories", f"empty view: {empty!r}")
+        made = await erin.text("memory", call("create", path="/memories/notes/prefs.md",
+                                              file_text="Prefers tea.\n"))
+        check(made == "File created successfully at: /memories/notes/prefs.md", made)
+        msg = await erin.error("memory", call("create", path="/memories/notes/prefs.md",
+                                              file_text="again"))
+        check(msg == "File /memories/notes/prefs.md already exists", msg)
+        edited = await erin.text("memory", call("str_replace", path="/memories/notes/prefs.md",
+                                                old_str="tea", new_str="green tea"))
+        check(edited.endswith("     1\tPrefers green tea.\n     2\t"), f"snippet: {edited!r}")
+        await erin.text("memory", call("insert", path="/memories/notes/prefs.md",
+                                       insert_line=0, insert_text="# Preferences"))
+        shown = await erin.text("memory", call("view", path="/memories/notes/prefs.md",
+                                               view_range=[1, 2]))
+        check(shown == "Here's the content of /memories/notes/prefs.md with line numbers:\n"
+                       "     1\t# Preferences\n     2\tPrefers green tea.", f"{shown!r}")
+        listing = await erin.text("memory", call("view", path="/memories"))
+        check("4K\t/memories/notes/\n33B\t/memories/notes/prefs.md" in listing, listing)
+        moved = await erin.text("memory", call("rename", old_path="/memories/notes",
+                                               new_path="/memories/archive"))
+        check(moved == "Successfully renamed /memories/notes to /memories/archive", moved)
+        msg = await erin.error("memory", call("view", path="/memories/notes"))
+        check(msg == "The path /memories/notes does not exist. Please provide a valid path.", msg)
+        msg = await erin.error("memory", call("view", path="/etc/passwd"))
+        check(msg == "Path must start with /memories, got: /etc/passwd", msg)
+        msg = await erin.error("memory", call("delete", path="/memories/archive",
+                                              user_id="mallory"))
+        check("`user_id`" in msg, f"smuggled parameter: {msg}")
+        try:
+            await erin.session.call_tool("memory_save", {"key": "k", "content": "v"})
+        except McpError as err:
+            check("unknown tool" in str(err), f"unknown tool error: {err}")
+        else:
+            raise AssertionError("a key tool was served by --tools memory")
+
+    # The files are records of the bound scope: the key tools on the same namespace see them.
+    async with Server(binary, store, app, "erin", namespace="files") as keys:
+        got = await keys.ok("memory_get", {"key": "archive/prefs.md"})
+        check(got["memory"]["content"] == "# Preferences\nPrefers green tea.\n", f"{got}")
+    async with Server(binary, store, app, "frank", namespace="files", tools="memory") as frank:
+        msg = await frank.error("memory", {"command": "view", "path": "/memories/archive"})
+        check("does not exist" in msg, f"another user sees erin's files: {msg}")
+        msg = await frank.error("memory", {"command": "delete", "path": "/memories"})
+        check(msg == "Cannot delete the /memories directory itself", msg)
+    async with Server(binary, store, app, "erin", namespace="files", tools="memory") as erin:
+        gone = await erin.text("memory", {"command": "delete", "path": "/memories/archive"})
+        check(gone == "Successfully deleted /memories/archive", gone)
+
+
 async def main():
     binary, store, app = sys.argv[1:4]
     await key_tools_scenario(binary, store, app)
     await fact_tools_scenario(binary, store, app)
+    await memory_tool_scenario(binary, store, app)
     print("mcp end-to-end scenario passed")
 
 

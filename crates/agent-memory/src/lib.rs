@@ -41,12 +41,15 @@
 //! - [`MemoryScope`]: application + user (+ namespace), the isolation boundary.
 //! - [`MemoryRecord`], [`MemoryWrite`], [`Revision`], [`Source`], [`Timestamp`]: the vocabulary.
 //! - [`PageRequest`], [`MemoryPage`], [`MemoryCleanupPage`], [`NamespacePage`], [`Cursor`]:
-//!   bounded pages with opaque cursors.
+//!   bounded pages with opaque cursors; `list` can be restricted to a key prefix.
 //! - [`ScopedMemory`]: a store bound to one scope and source, for agent code.
 //! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
 //! - [`validation`]: every input limit, shared by all providers.
 //! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
 //! - [`provider`]: the building blocks for writing a provider.
+//! - [`tools`]: model tools (JSON Schema definitions and their dispatcher) over a
+//!   [`ScopedMemory`]; [`memory_tool`]: Claude's memory tool (`memory_20250818`), files under
+//!   `/memories` kept in the store.
 //!
 //! # Providers
 //!
@@ -73,6 +76,46 @@
 //! Validation checks that a new `expires_at` is in the future by the provider's clock, or by
 //! the local system clock for providers whose datastore keeps time.
 //!
+//! # Listing by key prefix
+//!
+//! Keys may hold `/` and any other printable character, so they can name a hierarchy
+//! (`notes/2024/march.md`). [`PageRequest::prefix`] restricts [`MemoryStore::list`] to the
+//! keys that start with a prefix, compared byte for byte (`%`, `_` and `\` are ordinary
+//! characters); every provider reads exactly that range of its ordered key index, never a
+//! wider page filtered afterwards. The prefix follows the key rules, and the empty prefix means
+//! every key.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use agent_memory::{MemoryScope, PageRequest};
+//! # use agent_memory::MemoryWrite;
+//! let store = agent_memory::open("memory:")?;
+//! store.start().await?;
+//! let scope = MemoryScope::new("app", "user-1")?;
+//! for key in ["notes/a.md", "notes/b.md", "notes-old", "todo"] {
+//!     store.put(&scope, key, MemoryWrite::new("…")).await?;
+//! }
+//! let mut page = PageRequest::new(1).prefix("notes/");
+//! let mut keys = Vec::new();
+//! loop {
+//!     let result = store.list(&scope, page.clone()).await?;
+//!     keys.extend(result.items.into_iter().map(|record| record.key));
+//!     match result.next_cursor {
+//!         Some(cursor) => page = page.after(cursor), // same prefix, next page
+//!         None => break,
+//!     }
+//! }
+//! assert_eq!(keys, ["notes/a.md", "notes/b.md"]);
+//! # Ok::<(), agent_memory::MemoryError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! A cursor from a prefixed listing is bound to its prefix: sent with another prefix (or none)
+//! it is [`MemoryError::Invalid`], so changing the prefix between pages cannot silently skip
+//! or repeat keys. `search`, `purge_expired` and `list_namespaces` take no prefix and refuse a
+//! non-empty one as `Invalid` rather than ignore it. The [`memory_tool`] maps directories onto
+//! key prefixes this way.
+//!
 //! # Errors and retries
 //!
 //! A [`MemoryError::Storage`] error on a write means the write may or may not have committed.
@@ -83,7 +126,9 @@
 //! Implement [`MemoryStore`] with the building blocks of [`provider`]: check input with
 //! [`MemoryWrite::validate`], the [`validation`] rules and [`PageRequest::key_page`] before any
 //! I/O; run one atomic operation in the datastore with the whole scope inside it; build replies
-//! with [`provider::PageBuilder`], [`provider::namespace_page`] and [`provider::key_cursor`].
+//! with [`provider::PageBuilder`], [`provider::namespace_page`] and [`provider::key_cursor`]. A
+//! `list` reads the keys of [`provider::KeyPage`]'s range: after its cursor (else from its
+//! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan.
 //! Then run the conformance suite (feature `conformance`) against a real instance of your
 //! datastore:
 //!
@@ -93,13 +138,10 @@
 //! #[async_trait::async_trait]
 //! impl MemoryStore for MyStore {
 //!     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-//!         let page = page.key_page(CursorKind::List, scope)?; // limit and cursor, checked
-//!         let rows = self.db.live_rows_after(scope, page.after.as_deref(), page.limit + 1).await?;
-//!         let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
-//!         for row in rows.iter().take(page.limit) {
-//!             reply.push(decode(scope, row)?);
-//!         }
-//!         Ok(reply.finish(rows.len() > page.limit))
+//!         let page = page.key_page(CursorKind::List, scope)?; // limit, prefix, cursor: checked
+//!         let (start, end) = (page.after.as_deref(), page.prefix_end()); // else from page.prefix
+//!         let rows = self.db.live_rows_in(scope, start, &page.prefix, end, page.limit + 1).await?;
+//!         PageBuilder::for_page(scope, &page).fill(rows, |row| decode(scope, &row))
 //!     }
 //!     // …
 //! }
@@ -129,6 +171,7 @@ mod store;
 mod time;
 mod write;
 
+pub mod memory_tool;
 pub mod prompt;
 pub mod provider;
 pub mod tools;

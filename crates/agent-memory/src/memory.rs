@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
-use crate::provider::{self, key_cursor, page_from_rows};
+use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::{self, key_cursor, page_from_rows, PageBuilder};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -199,6 +199,31 @@ fn keys_after<'a>(
     keys.range::<str, _>((start, Unbounded))
 }
 
+/// Keys of one namespace in the range `page` asks for (after its cursor, else from its prefix,
+/// up to the prefix's end), in byte order: one `BTreeMap::range`, never a filtered scan.
+fn keys_in_page<'a>(
+    keys: &'a Keys,
+    page: &KeyPage,
+) -> impl Iterator<Item = (&'a String, &'a Stored)> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let end = page.prefix_end();
+    let start = match &page.after {
+        Some(key) => Excluded(key.as_str()),
+        None => Included(page.prefix.as_str()),
+    };
+    // `range` panics on a start past the end, which a forged cursor can ask for: that range
+    // holds no key.
+    let empty = match (&page.after, &end) {
+        (Some(after), Some(end)) => after >= end,
+        _ => false,
+    };
+    let end = match &end {
+        Some(end) => Excluded(end.as_str()),
+        None => Unbounded,
+    };
+    (!empty).then(|| keys.range::<str, _>((start, end))).into_iter().flatten()
+}
+
 #[async_trait::async_trait]
 impl MemoryStore for InMemoryStore {
     async fn start(&self) -> Result<()> {
@@ -279,11 +304,10 @@ impl MemoryStore for InMemoryStore {
         let users = self.read()?;
         let live = namespace(&users, scope)
             .into_iter()
-            .flat_map(|keys| keys_after(keys, page.after.as_deref()))
+            .flat_map(|keys| keys_in_page(keys, &page))
             .filter(|(_, s)| s.is_live(now));
-        page_from_rows(CursorKind::List, scope, page.limit, live, |(key, stored)| {
-            Ok(stored.to_record(scope, key))
-        })
+        PageBuilder::for_page(scope, &page)
+            .fill(live, |(key, stored)| Ok(stored.to_record(scope, key)))
     }
 
     async fn search(

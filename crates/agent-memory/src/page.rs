@@ -14,7 +14,8 @@ use crate::validation;
 /// Page size used when none is given.
 pub const DEFAULT_PAGE_LIMIT: usize = 20;
 
-/// Which page to read: at most `limit` items after the `after` position.
+/// Which page to read: at most `limit` items after the `after` position, and, for `list`, only
+/// keys that start with `prefix`.
 ///
 /// ```
 /// use agent_memory::PageRequest;
@@ -23,19 +24,39 @@ pub const DEFAULT_PAGE_LIMIT: usize = 20;
 /// assert_eq!(first.limit, 20);
 /// let small = PageRequest::new(5);
 /// assert!(small.after.is_none());
+/// let notes = PageRequest::new(50).prefix("notes/");
+/// assert_eq!(notes.prefix, "notes/");
 /// ```
+///
+/// # Key prefix
+///
+/// [`prefix`](Self::prefix) restricts [`list`](crate::MemoryStore::list) to the keys that
+/// start with it, byte for byte: no character is special (`%`, `_`, `*` and `\` match
+/// themselves). Every provider applies it in the datastore as a range scan over its ordered key
+/// index (from the prefix up to its successor, [`KeyPage::prefix_end`]), so a page costs the
+/// same whatever lies outside the prefix. The prefix follows the key rules (at most 256 bytes,
+/// no control characters); the empty prefix, the default, means every key.
+///
+/// A cursor from a prefixed `list` continues only that listing: passed with another prefix (or
+/// none), it is [`Invalid`](MemoryError::Invalid) naming `cursor`, so a caller who changes the
+/// prefix between pages finds out instead of silently skipping or repeating keys.
+///
+/// `search` and `purge_expired` take no prefix: a non-empty one is
+/// [`Invalid`](MemoryError::Invalid) naming `prefix`, rather than silently ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
     /// How many items at most, 1 through 100.
     pub limit: usize,
     /// Continue after this position; `None` starts at the beginning.
     pub after: Option<Cursor>,
+    /// `list` only: only keys that start with this; empty (the default) for every key.
+    pub prefix: String,
 }
 
 impl PageRequest {
     /// The first page of `limit` items.
     pub fn new(limit: usize) -> Self {
-        Self { limit, after: None }
+        Self { limit, after: None, prefix: String::new() }
     }
 
     /// The same request continuing after `cursor`.
@@ -49,11 +70,19 @@ impl PageRequest {
         self.after = cursor;
         self
     }
+
+    /// The same request restricted to keys that start with `prefix` (`list` only; empty for
+    /// every key). See [Key prefix](Self#key-prefix).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
 }
 
 impl PageRequest {
     /// Checks this request for a page of one scope's keys (`list`, `search`,
-    /// `purge_expired`): the limit, and that the cursor came from the same operation and scope.
+    /// `purge_expired`): the limit, the prefix, and that the cursor came from the same
+    /// operation, scope and prefix.
     ///
     /// ```
     /// use agent_memory::provider::{key_cursor, CursorKind};
@@ -64,29 +93,50 @@ impl PageRequest {
     /// let checked = page.key_page(CursorKind::List, &scope)?;
     /// assert_eq!((checked.limit, checked.after.as_deref()), (5, Some("k0009")));
     /// assert!(page.key_page(CursorKind::Search, &scope).is_err());
+    ///
+    /// // A prefix is for `list` only, and binds the listing's cursors to it.
+    /// let notes = PageRequest::new(5).prefix("notes/");
+    /// assert!(notes.key_page(CursorKind::Search, &scope).is_err());
+    /// let checked = notes.key_page(CursorKind::List, &scope)?;
+    /// assert_eq!(checked.prefix_end().as_deref(), Some("notes0"));
+    /// let cursor = checked.cursor(&scope, "notes/a");
+    /// let next = notes.clone().after(cursor.clone()).key_page(CursorKind::List, &scope)?;
+    /// assert_eq!(next.after.as_deref(), Some("notes/a"));
+    /// let unprefixed = PageRequest::new(5).after(cursor);
+    /// assert!(unprefixed.key_page(CursorKind::List, &scope).is_err());
     /// # Ok::<(), agent_memory::MemoryError>(())
     /// ```
     ///
     /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `limit` or `cursor`.
+    /// [`Invalid`](MemoryError::Invalid) naming `limit`, `prefix` or `cursor`.
     pub fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage> {
         validation::limit(self.limit)?;
+        validation::key_prefix(&self.prefix)?;
+        if kind != CursorKind::List && !self.prefix.is_empty() {
+            return Err(MemoryError::invalid("prefix", "applies to list only"));
+        }
         let after = match &self.after {
-            Some(cursor) => Some(cursor.position(kind, scope)?),
+            Some(cursor) => Some(cursor.position(kind, scope, &self.prefix)?),
             None => None,
         };
-        Ok(KeyPage { limit: self.limit, after })
+        // A position before the prefix's keys (only a forged cursor has one) starts at the
+        // first of them, as no cursor does.
+        let after = after.filter(|position| *position >= self.prefix);
+        Ok(KeyPage { kind, limit: self.limit, after, prefix: self.prefix.clone() })
     }
 
     /// Checks this request for a page of one application user's namespaces: the ids, the
     /// limit, and that the cursor came from `list_namespaces` for the same user.
     ///
     /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `user_id`, `limit` or
-    /// `cursor`.
+    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `user_id`, `limit`,
+    /// `prefix` (namespaces take none) or `cursor`.
     pub fn namespace_page(&self, application_id: &str, user_id: &str) -> Result<NamePage> {
         validation::user(application_id, user_id)?;
         validation::limit(self.limit)?;
+        if !self.prefix.is_empty() {
+            return Err(MemoryError::invalid("prefix", "applies to list only"));
+        }
         let after = match &self.after {
             Some(cursor) => Some(cursor.namespace_position(application_id, user_id)?),
             None => None,
@@ -96,12 +146,74 @@ impl PageRequest {
 }
 
 /// A checked page request over one scope's keys, from [`PageRequest::key_page`].
+///
+/// The keys it asks for run from a start, `after` (exclusive) when there is one and `prefix`
+/// (inclusive) otherwise, up to [`prefix_end`](Self::prefix_end) (exclusive) when there is
+/// one. `after` is never before `prefix`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyPage {
+    /// The operation the page is for.
+    pub kind: CursorKind,
     /// How many records at most, 1 through 100.
     pub limit: usize,
-    /// The key to continue after; `None` starts at the first key.
+    /// The key to continue after; `None` starts at the first key (of the prefix).
     pub after: Option<String>,
+    /// Only keys that start with this (`list` only); empty for every key.
+    pub prefix: String,
+}
+
+impl KeyPage {
+    /// The exclusive upper end of the keys that start with [`prefix`](Self::prefix): the
+    /// smallest string above all of them, so `prefix <= key < end` is exactly "starts with
+    /// the prefix". `None` when no string is above them all, so the range is open: for the
+    /// empty prefix, and for a prefix made only of U+10FFFF, the highest code point.
+    ///
+    /// The end is the prefix with its last character moved to the next code point (U+D7FF to
+    /// U+E000, over the surrogates), dropping trailing U+10FFFF characters first. It is
+    /// always valid UTF-8, so every datastore compares it as text: a successor computed on
+    /// bytes could end in a byte no UTF-8 text holds (`ÿ`, C3 BF, would become C3 C0), and
+    /// UTF-8's byte order is its code point order, so the two ends select the same keys.
+    ///
+    /// ```
+    /// use agent_memory::provider::CursorKind;
+    /// use agent_memory::{MemoryScope, PageRequest};
+    ///
+    /// let scope = MemoryScope::new("app", "user-1")?;
+    /// let end = |prefix: &str| {
+    ///     PageRequest::new(10).prefix(prefix).key_page(CursorKind::List, &scope).unwrap().prefix_end()
+    /// };
+    /// assert_eq!(end("notes/").as_deref(), Some("notes0"));
+    /// assert_eq!(end("ÿ").as_deref(), Some("Ā")); // U+00FF, then U+0100
+    /// assert_eq!(end("a\u{10FFFF}").as_deref(), Some("b"));
+    /// assert_eq!(end("\u{10FFFF}"), None);
+    /// assert_eq!(end(""), None);
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    pub fn prefix_end(&self) -> Option<String> {
+        prefix_end(&self.prefix)
+    }
+
+    /// A cursor continuing this page's operation, in `scope`, after the key `position`; bound
+    /// to the prefix like every cursor of a prefixed `list`. For providers: what
+    /// [`PageBuilder`](crate::provider::PageBuilder) puts on a page, and what a bounded scan
+    /// returns when it stops at `position`.
+    pub fn cursor(&self, scope: &MemoryScope, position: &str) -> Cursor {
+        Cursor::for_scope(self.kind, scope, &self.prefix, position)
+    }
+}
+
+/// See [`KeyPage::prefix_end`].
+fn prefix_end(prefix: &str) -> Option<String> {
+    let (at, last) = prefix.char_indices().rev().find(|&(_, c)| c != char::MAX)?;
+    let next = match last {
+        '\u{D7FF}' => '\u{E000}',
+        // Below char::MAX and not U+D7FF, so the next code point is a character.
+        c => char::from_u32(u32::from(c) + 1)?,
+    };
+    let mut end = String::with_capacity(at + next.len_utf8());
+    end.push_str(&prefix[..at]);
+    end.push(next);
+    Some(end)
 }
 
 /// A checked page request over names (the namespaces of one application user), from
@@ -187,9 +299,10 @@ const MAX_CURSOR_CHARS: usize = 512;
 /// Opaque continuation token: a position (the last key or namespace returned or inspected),
 /// not a snapshot.
 ///
-/// A cursor names its operation and carries a tag of the scope it came from, so a cursor
-/// passed to another operation or another scope is rejected as
-/// [`Invalid`](MemoryError::Invalid) instead of silently starting somewhere else. The tag is a
+/// A cursor names its operation and carries a tag of the scope it came from (and, for a
+/// prefixed `list`, of the prefix), so a cursor passed to another operation, another scope or
+/// another prefix is rejected as [`Invalid`](MemoryError::Invalid) instead of silently starting
+/// somewhere else. The tag is a
 /// checksum against mistakes, not a secret: a forged cursor can only name a position, never
 /// widen what the scope can read.
 ///
@@ -217,9 +330,15 @@ const MAX_CURSOR_CHARS: usize = 512;
 pub struct Cursor(String);
 
 impl Cursor {
-    /// A cursor for `kind` in `scope`, positioned after `position`.
-    pub(crate) fn for_scope(kind: CursorKind, scope: &MemoryScope, position: &str) -> Self {
-        Self::encode(kind, scope_tag(kind, scope), position)
+    /// A cursor for `kind` in `scope` (and, for `list`, `prefix`, empty for none), positioned
+    /// after `position`.
+    pub(crate) fn for_scope(
+        kind: CursorKind,
+        scope: &MemoryScope,
+        prefix: &str,
+        position: &str,
+    ) -> Self {
+        Self::encode(kind, scope_tag(kind, scope, prefix), position)
     }
 
     /// A [`CursorKind::Namespaces`] cursor for one application user, positioned after the
@@ -251,13 +370,19 @@ impl Cursor {
         &self.0
     }
 
-    /// The position this cursor continues after, checked against the operation and scope.
+    /// The position this cursor continues after, checked against the operation, the scope and
+    /// the `list` prefix (empty for none).
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) when the cursor is malformed or came from another
-    /// operation or scope.
-    pub(crate) fn position(&self, kind: CursorKind, scope: &MemoryScope) -> Result<String> {
-        let position = self.checked(kind, scope_tag(kind, scope))?;
+    /// operation, scope or prefix.
+    pub(crate) fn position(
+        &self,
+        kind: CursorKind,
+        scope: &MemoryScope,
+        prefix: &str,
+    ) -> Result<String> {
+        let position = self.checked(kind, scope_tag(kind, scope, prefix))?;
         validation::key(&position).map_err(|_| malformed())?;
         Ok(position)
     }
@@ -280,6 +405,9 @@ impl Cursor {
         let (found_kind, found_tag, position) = decode(&self.0)?;
         if found_kind != kind.byte() {
             return Err(MemoryError::invalid("cursor", "belongs to another operation"));
+        }
+        if found_tag != tag && kind == CursorKind::List {
+            return Err(MemoryError::invalid("cursor", "belongs to another scope or prefix"));
         }
         if found_tag != tag {
             return Err(MemoryError::invalid("cursor", "belongs to another scope"));
@@ -326,17 +454,23 @@ fn tag_of(parts: &[&[u8]]) -> u64 {
     hash
 }
 
-fn scope_tag(kind: CursorKind, scope: &MemoryScope) -> u64 {
+/// The tag of one operation in one scope; a `list` prefix is a fifth part, so a prefixed
+/// listing's cursors differ from every other listing's (and the unprefixed tag stays as it was
+/// before prefixes existed).
+fn scope_tag(kind: CursorKind, scope: &MemoryScope, prefix: &str) -> u64 {
     let namespace = match scope.namespace() {
         Some(ns) => [b"n" as &[u8], ns.as_bytes()].concat(),
         None => b"d".to_vec(),
     };
-    tag_of(&[
+    let parts: [&[u8]; 5] = [
         &[kind.byte()],
         scope.application_id().as_bytes(),
         scope.user_id().as_bytes(),
         &namespace,
-    ])
+        prefix.as_bytes(),
+    ];
+    let count = if prefix.is_empty() { 4 } else { 5 };
+    tag_of(&parts[..count])
 }
 
 fn user_tag(application_id: &str, user_id: &str) -> u64 {

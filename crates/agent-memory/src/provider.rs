@@ -9,11 +9,11 @@
 //! | --- | --- |
 //! | check a `put` | [`MemoryWrite::validate`](crate::MemoryWrite::validate), then [`MemoryWrite::into_parts`](crate::MemoryWrite::into_parts) for the [`WriteParts`] and their [`WriteCondition`] |
 //! | check a key, a query, ids | [`validation::key`](crate::validation::key), [`validation::query`](crate::validation::query), [`validation::user`](crate::validation::user) |
-//! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`] |
+//! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`]: read keys from its start (`after`, exclusive, else `prefix`, inclusive) up to [`KeyPage::prefix_end`] (exclusive) in the datastore |
 //! | check a page of namespaces | [`PageRequest::namespace_page`](crate::PageRequest::namespace_page), giving a [`NamePage`] |
-//! | reply with records | [`PageBuilder`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
+//! | reply with records | [`PageBuilder::for_page`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
-//! | continue a bounded scan | [`key_cursor`] at the last key inspected |
+//! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
 //!
 //! Then run the conformance suite (feature `conformance`) against a real instance of the
@@ -52,9 +52,10 @@ pub use crate::error::BoxError;
 pub use crate::page::{CursorKind, KeyPage, NamePage};
 pub use crate::write::{WriteCondition, WriteParts};
 
-/// A cursor for the operation `kind` in `scope`, continuing after the key `position`.
+/// A cursor for the operation `kind` in `scope`, continuing after the key `position`, for a
+/// page without a `list` prefix (a prefixed page's cursors come from [`KeyPage::cursor`]).
 pub fn key_cursor(kind: CursorKind, scope: &MemoryScope, position: &str) -> Cursor {
-    Cursor::for_scope(kind, scope, position)
+    Cursor::for_scope(kind, scope, "", position)
 }
 
 /// A `list_namespaces` cursor for one application user, continuing after the namespace
@@ -74,14 +75,22 @@ pub fn namespace_cursor(application_id: &str, user_id: &str, position: &str) -> 
 pub struct PageBuilder<'a> {
     kind: CursorKind,
     scope: &'a MemoryScope,
+    prefix: &'a str,
     limit: usize,
     items: Vec<MemoryRecord>,
 }
 
 impl<'a> PageBuilder<'a> {
-    /// An empty page of at most `limit` records for the operation `kind` in `scope`.
+    /// An empty page of at most `limit` records for the operation `kind` in `scope`, without a
+    /// `list` prefix.
     pub fn new(kind: CursorKind, scope: &'a MemoryScope, limit: usize) -> Self {
-        Self { kind, scope, limit, items: Vec::with_capacity(limit.min(128)) }
+        Self { kind, scope, prefix: "", limit, items: Vec::with_capacity(limit.min(128)) }
+    }
+
+    /// An empty page for the checked request `page` in `scope`: its operation, its limit, and
+    /// its prefix, which the page's cursor is bound to.
+    pub fn for_page(scope: &'a MemoryScope, page: &'a KeyPage) -> Self {
+        Self { prefix: &page.prefix, ..Self::new(page.kind, scope, page.limit) }
     }
 
     /// True once the page holds `limit` records.
@@ -100,15 +109,38 @@ impl<'a> PageBuilder<'a> {
     /// The page; with `more` (a row followed the last one), a cursor after its last key.
     pub fn finish(self, more: bool) -> MemoryPage {
         let next_cursor = match self.items.last() {
-            Some(last) if more => Some(key_cursor(self.kind, self.scope, &last.key)),
+            Some(last) if more => {
+                Some(Cursor::for_scope(self.kind, self.scope, self.prefix, &last.key))
+            }
             _ => None,
         };
         MemoryPage { items: self.items, next_cursor }
     }
+
+    /// The page from `rows` in ascending key order, over-fetched by one: rows are decoded into
+    /// records until the page is full, and a further row (only taken, never decoded) means
+    /// more follow.
+    ///
+    /// # Errors
+    /// The first error `decode` returns.
+    pub fn fill<R>(
+        mut self,
+        rows: impl IntoIterator<Item = R>,
+        mut decode: impl FnMut(R) -> Result<MemoryRecord>,
+    ) -> Result<MemoryPage> {
+        for row in rows {
+            if self.is_full() {
+                return Ok(self.finish(true));
+            }
+            self.push(decode(row)?);
+        }
+        Ok(self.finish(false))
+    }
 }
 
 /// A page from `rows` in ascending key order, over-fetched by one: the first `limit` rows are
-/// decoded into records, and a further row (only taken, never decoded) means more follow.
+/// decoded into records, and a further row (only taken, never decoded) means more follow. For
+/// a page with a `list` prefix, use [`PageBuilder::for_page`] and [`PageBuilder::fill`].
 ///
 /// # Errors
 /// The first error `decode` returns.
@@ -117,17 +149,9 @@ pub fn page_from_rows<R>(
     scope: &MemoryScope,
     limit: usize,
     rows: impl IntoIterator<Item = R>,
-    mut decode: impl FnMut(R) -> Result<MemoryRecord>,
+    decode: impl FnMut(R) -> Result<MemoryRecord>,
 ) -> Result<MemoryPage> {
-    let mut page = PageBuilder::new(kind, scope, limit);
-    let mut rows = rows.into_iter();
-    for row in rows.by_ref() {
-        if page.is_full() {
-            return Ok(page.finish(true));
-        }
-        page.push(decode(row)?);
-    }
-    Ok(page.finish(false))
+    PageBuilder::new(kind, scope, limit).fill(rows, decode)
 }
 
 /// A page of one application user's namespaces from the stored names (the empty string for the

@@ -105,12 +105,17 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ///
     /// # Behavior
     /// - At most `page.limit` records (1 to 100), starting after `page.after`.
-    /// - `next_cursor` is `None` only when no record is left after this page.
+    /// - With a [`prefix`](PageRequest::prefix), only keys that start with it, byte for byte;
+    ///   the datastore reads them as one range of its ordered key index (see
+    ///   [Key prefix](PageRequest#key-prefix)). The empty prefix means every key.
+    /// - `next_cursor` is `None` only when no record is left after this page (no record with
+    ///   the prefix, for a prefixed page).
     /// - Cursors are positions, not snapshots: records written behind the cursor are not seen,
     ///   records written ahead of it are.
     ///
     /// # Errors
-    /// `Invalid` for a bad limit or a cursor from another operation or scope; `Storage`.
+    /// `Invalid` for a bad limit or prefix, or a cursor from another operation, scope or
+    /// prefix; `Storage`.
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage>;
 
     /// Pages the scope's live records whose content contains `query`, in ascending key order.
@@ -121,7 +126,8 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ///   than `limit`, even none, with a cursor: continue until `next_cursor` is `None`.
     ///
     /// # Errors
-    /// `Invalid` for an empty query, a bad limit or a foreign cursor; `Storage`.
+    /// `Invalid` for an empty query, a bad limit, a foreign cursor or a non-empty
+    /// [`prefix`](PageRequest::prefix) (prefixes are for `list`); `Storage`.
     async fn search(
         &self,
         scope: &MemoryScope,
@@ -194,7 +200,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// - Records that expire after the sweep passed them wait for the next sweep.
     ///
     /// # Errors
-    /// `Invalid` for a bad limit or cursor; `Storage`.
+    /// `Invalid` for a bad limit or cursor, or a non-empty prefix; `Storage`.
     async fn purge_expired(
         &self,
         scope: &MemoryScope,

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `application_id`, `user_id`, `namespace`, source fields | 1 to [`MAX_ID_BYTES`] bytes, no control characters |
 //! | `key` | 1 to [`MAX_KEY_BYTES`] bytes, no control characters |
+//! | list `prefix` | empty (every key), or a key: at most [`MAX_KEY_BYTES`] bytes, no control characters |
 //! | `content` | at most [`MAX_CONTENT_BYTES`] bytes, no NUL |
 //! | `metadata` | a JSON object, nested at most [`MAX_METADATA_DEPTH`] deep, no NUL in any string or name |
 //! | `metadata` + `source` | at most [`MAX_METADATA_SOURCE_BYTES`] bytes together as compact JSON |
@@ -67,6 +68,20 @@ pub fn key(key: &str) -> Result<()> {
         return Err(MemoryError::invalid("key", format!("must be 1 to {MAX_KEY_BYTES} bytes")));
     }
     no_control("key", key)
+}
+
+/// Checks a key prefix for `list`: empty (no restriction), or what a key may be.
+///
+/// # Errors
+/// [`MemoryError::Invalid`] naming `prefix`.
+pub fn key_prefix(prefix: &str) -> Result<()> {
+    if prefix.len() > MAX_KEY_BYTES {
+        return Err(MemoryError::invalid(
+            "prefix",
+            format!("must be at most {MAX_KEY_BYTES} bytes"),
+        ));
+    }
+    no_control("prefix", prefix)
 }
 
 fn no_control(field: &'static str, value: &str) -> Result<()> {

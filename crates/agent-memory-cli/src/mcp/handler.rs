@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use agent_memory::memory_tool;
 use agent_memory::tools::{self, ToolDefinition, ToolError, ToolErrorKind};
 use agent_memory::{Facts, MemoryStore, ScopedMemory, Source};
 use axum::http::request::Parts;
@@ -79,6 +80,7 @@ impl MemoryServer {
         let definitions = match set {
             ToolSet::Keys => tools::definitions(),
             ToolSet::Facts => tools::fact_definitions(),
+            ToolSet::Memory => vec![memory_tool::definition()],
         };
         let all = definitions.iter().map(mcp_tool).collect();
         let read_only = definitions
@@ -125,7 +127,7 @@ impl MemoryServer {
         name: &str,
         arguments: &Value,
         agent: Option<String>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Reply, ToolError> {
         let source =
             Source { session_id: Some(self.session_id.to_string()), invocation_id: None, agent };
         let store = Arc::clone(&self.store);
@@ -133,11 +135,18 @@ impl MemoryServer {
             ToolSet::Keys => {
                 let memory =
                     ScopedMemory::new(store, principal.scope().clone()).with_source(source);
-                tools::dispatch(&memory, name, arguments).await
+                tools::dispatch(&memory, name, arguments).await.map(Reply::Json)
             }
             ToolSet::Facts => {
                 let facts = Facts::new(store).with_source(source);
-                tools::dispatch_facts(&facts, principal.scope(), name, arguments).await
+                tools::dispatch_facts(&facts, principal.scope(), name, arguments)
+                    .await
+                    .map(Reply::Json)
+            }
+            ToolSet::Memory => {
+                let memory =
+                    ScopedMemory::new(store, principal.scope().clone()).with_source(source);
+                memory_tool::dispatch(&memory, name, arguments).await.map(Reply::Text)
             }
         }
     }
@@ -146,6 +155,12 @@ impl MemoryServer {
     fn definition(&self, name: &str) -> Option<&ToolDefinition> {
         self.tools.definitions.iter().find(|definition| definition.name == name)
     }
+}
+
+/// A successful call's result: JSON for the key and fact tools, text for the memory tool.
+enum Reply {
+    Json(Value),
+    Text(String),
 }
 
 /// What one call did, left in the request for the HTTP layer's log line: the tool (only ever a
@@ -268,9 +283,13 @@ impl ServerHandler for MemoryServer {
         };
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         match self.dispatch(principal, &request.name, &arguments, agent).await {
-            Ok(result) => {
+            Ok(reply) => {
                 note(&context, tool, "ok");
-                Ok(CallToolResult::structured(result).into())
+                Ok(match reply {
+                    Reply::Json(result) => CallToolResult::structured(result),
+                    Reply::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                }
+                .into())
             }
             // An unknown tool is a protocol error (the client asked for something this server
             // never listed); everything else is a tool error the model can read and act on.

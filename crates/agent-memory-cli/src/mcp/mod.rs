@@ -26,4 +26,6 @@ pub enum ToolSet {
     Keys,
     /// The fact tools: remember, forget, recall.
     Facts,
+    /// Claude's memory tool, one tool named `memory`: files under /memories.
+    Memory,
 }

@@ -3,7 +3,7 @@
 //! Each case is a `pub async fn(Harness)` in [`cases`] that checks one rule of the contract
 //! (the "Semantics" of the design, and the `# Behavior` lists on [`MemoryStore`]). The cases
 //! are grouped by concern: basics, isolation, conditional writes (cas), expiry, paging, search,
-//! erasure, namespaces, limits, hostile input, concurrency, replicas, and the
+//! erasure, namespaces, key prefix, limits, hostile input, concurrency, replicas, and the
 //! [`Facts`](crate::Facts) and [`ScopedMemory`](crate::ScopedMemory) layers over a store.
 //!
 //! # Running it against a provider
@@ -299,6 +299,7 @@ mod isolation;
 mod limits;
 mod namespaces;
 mod paging;
+mod prefix;
 mod replicas;
 mod scoped;
 mod search;
@@ -316,6 +317,7 @@ pub mod cases {
     pub use super::limits::*;
     pub use super::namespaces::*;
     pub use super::paging::*;
+    pub use super::prefix::*;
     pub use super::replicas::*;
     pub use super::scoped::*;
     pub use super::search::*;
@@ -399,6 +401,15 @@ macro_rules! __conformance_case_list {
             malformed_cursors_are_invalid,
             cursors_are_positions_not_snapshots,
             pages_stay_inside_their_scope,
+            // key prefix
+            list_prefix_returns_exactly_the_matching_keys,
+            list_prefix_cursor_ends_with_the_prefix,
+            list_prefix_treats_pattern_characters_literally,
+            list_prefix_handles_multibyte_and_0xff_boundaries,
+            empty_prefix_lists_every_key,
+            list_prefix_cursors_are_bound_to_their_prefix,
+            list_prefix_is_validated_and_list_only,
+            list_prefix_stays_inside_its_scope_and_skips_expired,
             // search
             search_treats_pattern_characters_literally,
             search_is_case_sensitive_substring,

@@ -26,7 +26,7 @@ const INCREMENTS: usize = 10;
 
 /// The store for even task numbers, the replica for odd ones.
 fn instance(h: &Harness, task: usize) -> Arc<dyn MemoryStore> {
-    if task % 2 == 0 {
+    if task.is_multiple_of(2) {
         h.shared_store()
     } else {
         h.replica()

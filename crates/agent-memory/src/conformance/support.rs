@@ -28,6 +28,18 @@ pub(crate) async fn list_all(
     drain(&what, limit, |page| store.list(scope, page)).await
 }
 
+/// Every live record of `scope` whose key starts with `prefix`, following `list` cursors (each
+/// request carrying the prefix) until `next_cursor` is `None`.
+pub(crate) async fn list_prefix_all(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    prefix: &str,
+    limit: usize,
+) -> Vec<MemoryRecord> {
+    let what = format!("list(prefix {prefix:?}, limit {limit})");
+    drain(&what, limit, |page| store.list(scope, page.prefix(prefix))).await
+}
+
 /// Every live record of `scope` whose content contains `query`, following `search` cursors
 /// until `next_cursor` is `None` (empty pages with a cursor are allowed and followed).
 pub(crate) async fn search_all(

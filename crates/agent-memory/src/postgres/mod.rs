@@ -30,7 +30,7 @@ use self::schema::Names;
 use self::statements::Statements;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
-use crate::provider::{self, key_cursor, page_from_rows};
+use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -186,10 +186,22 @@ impl MemoryStore for PostgresMemoryStore {
         let page = page.key_page(CursorKind::List, scope)?;
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let after = page.after.as_deref().unwrap_or_default();
+        // From after the cursor, else from the prefix ('' for none, at or before every key),
+        // up to the prefix's end when it has one.
+        let start = page.after.as_deref().unwrap_or(&page.prefix);
         let fetch = limit_param(page.limit + 1);
-        let rows = client.query(&self.sql.list, &[&app, &user, &ns, &after, &fetch]).await?;
-        page_from_rows(CursorKind::List, scope, page.limit, &rows, |row| record(scope, row))
+        let rows = match (page.after.is_some(), page.prefix_end()) {
+            (after, Some(end)) => {
+                let sql =
+                    if after { &self.sql.list_after_below } else { &self.sql.list_from_below };
+                client.query(sql, &[&app, &user, &ns, &start, &fetch, &end]).await?
+            }
+            (after, None) => {
+                let sql = if after { &self.sql.list_after } else { &self.sql.list_from };
+                client.query(sql, &[&app, &user, &ns, &start, &fetch]).await?
+            }
+        };
+        PageBuilder::for_page(scope, &page).fill(&rows, |row| record(scope, row))
     }
 
     async fn search(

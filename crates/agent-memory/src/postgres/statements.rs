@@ -13,7 +13,11 @@ pub(crate) struct Statements {
     pub(crate) put_create_only: String,
     pub(crate) put_expected: String,
     pub(crate) get: String,
-    pub(crate) list: String,
+    /// `list` by the shape of its key range; see [`list`].
+    pub(crate) list_after: String,
+    pub(crate) list_after_below: String,
+    pub(crate) list_from: String,
+    pub(crate) list_from_below: String,
     pub(crate) search: String,
     pub(crate) delete: String,
     pub(crate) delete_expected: String,
@@ -62,11 +66,10 @@ impl Statements {
                  WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} {returning}"
             ),
             get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),
-            // $4 the key to continue after ('' sorts before every key), $5 rows to fetch.
-            list: format!(
-                "SELECT {RECORD_COLUMNS} FROM {t} \
-                 WHERE {scope} AND key > $4 AND {LIVE} ORDER BY key LIMIT $5"
-            ),
+            list_after: list(&t, "key > $4"),
+            list_after_below: list(&t, "key > $4 AND key < $6"),
+            list_from: list(&t, "key >= $4"),
+            list_from_below: list(&t, "key >= $4 AND key < $6"),
             // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
             // Returns the matches among the next $6 keys, plus the last key inspected (flagged
             // by `hit = false` when it does not match) so the caller can continue after it.
@@ -129,13 +132,16 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&str; 13] {
+    pub(crate) fn all(&self) -> [&str; 16] {
         [
             &self.put_always,
             &self.put_create_only,
             &self.put_expected,
             &self.get,
-            &self.list,
+            &self.list_after,
+            &self.list_after_below,
+            &self.list_from,
+            &self.list_from_below,
             &self.search,
             &self.delete,
             &self.delete_expected,
@@ -146,6 +152,18 @@ impl Statements {
             &self.purge,
         ]
     }
+}
+
+/// `list` over one shape of key range, `range`: $4 the start (the key to continue after with
+/// `>`, the prefix with `>=`), $6 the prefix's end when it has one; $5 rows to fetch. One
+/// statement per shape, so the index scan always runs from the start to the end and never
+/// reads a row outside them.
+fn list(t: &str, range: &str) -> String {
+    format!(
+        "SELECT {RECORD_COLUMNS} FROM {t} \
+         WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
+         ORDER BY key LIMIT $5"
+    )
 }
 
 /// $1 app, $2 user, $3 the namespace to start from, $4 how many to return.

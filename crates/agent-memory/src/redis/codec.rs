@@ -13,6 +13,7 @@ use redis::Value;
 
 use super::error::{malformed_record, unexpected_reply};
 use crate::error::{MemoryError, Result};
+use crate::page::KeyPage;
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::time::Timestamp;
@@ -179,6 +180,22 @@ pub(super) fn lower_bound(after: Option<&[u8]>) -> Vec<u8> {
         Some(position) => [b"(".as_slice(), position].concat(),
         None => b"-".to_vec(),
     }
+}
+
+/// The `ZRANGEBYLEX` bounds of the keys `page` asks for: from strictly after its cursor, else
+/// from its prefix (`[prefix`, or `-` for none), up to strictly before the prefix's end (or
+/// `+` when it has none).
+pub(super) fn page_bounds(page: &KeyPage) -> (Vec<u8>, Vec<u8>) {
+    let start = match (&page.after, page.prefix.as_str()) {
+        (Some(after), _) => lower_bound(Some(after.as_bytes())),
+        (None, "") => b"-".to_vec(),
+        (None, prefix) => [b"[".as_slice(), prefix.as_bytes()].concat(),
+    };
+    let end = match page.prefix_end() {
+        Some(end) => [b"(".as_slice(), end.as_bytes()].concat(),
+        None => b"+".to_vec(),
+    };
+    (start, end)
 }
 
 /// A text reply (a key or a cursor position).

@@ -52,7 +52,7 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 
 /// Decodes lowercase hex produced by [`hex`]; `None` for anything else.
 pub(crate) fn unhex(text: &[u8]) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| match c {

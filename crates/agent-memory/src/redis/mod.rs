@@ -18,7 +18,7 @@ pub use durability::DurabilityReport;
 
 use self::codec::{
     count, decode_head, decode_record, encode_source, encode_tail, int, lower_bound, opt_text,
-    padded_revision, text, PAYLOAD_AT,
+    padded_revision, page_bounds, text, PAYLOAD_AT,
 };
 use self::config::Options;
 use self::conn::{Call, Conn, Target};
@@ -119,7 +119,8 @@ impl RedisMemoryStore {
         page: PageRequest,
     ) -> Result<MemoryPage> {
         let page = page.key_page(kind, scope)?;
-        let (limit, after) = (page.limit, page.after);
+        let limit = page.limit;
+        let (start, end) = page_bounds(&page);
         let keys = ScopeKeys::new(scope);
         let budget = if kind == CursorKind::Search {
             self.options.search_scan_limit
@@ -129,10 +130,11 @@ impl RedisMemoryStore {
         let mut call = Call::new(&SCRIPTS.page, 1);
         call.arg(keys.index())
             .arg(keys.record_prefix())
-            .arg(lower_bound(after.as_deref().map(str::as_bytes)))
+            .arg(start)
             .arg(limit)
             .arg(budget)
-            .arg(query);
+            .arg(query)
+            .arg(end);
         let Value::Array(items) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
@@ -146,7 +148,7 @@ impl RedisMemoryStore {
         }
         Ok(MemoryPage {
             items: records,
-            next_cursor: cursor.map(|position| key_cursor(kind, scope, &position)),
+            next_cursor: cursor.map(|position| page.cursor(scope, &position)),
         })
     }
 

@@ -18,7 +18,7 @@ pub(super) const APPLICATION_ID: i64 = 0x4147_4D45;
 pub(super) const SCHEMA_VERSION: i64 = 1;
 
 /// The records table: one row per record, the whole scope plus the key as its primary key.
-const CREATE_RECORDS: &str = "CREATE TABLE memory_records (
+pub(super) const CREATE_RECORDS: &str = "CREATE TABLE memory_records (
     app_id TEXT NOT NULL COLLATE BINARY,
     user_id TEXT NOT NULL COLLATE BINARY,
     namespace TEXT NOT NULL COLLATE BINARY,

@@ -154,7 +154,38 @@ pub(super) fn get(
     }
 }
 
-/// Pages live records after `after` in key order.
+/// The `list` statement for one shape of key range (`$range`, over `?4` and `?6`): one
+/// statement per shape, because SQLite seeks the primary key with at most one lower and one
+/// upper bound, so a condition it cannot seek with would become a filter over the rows
+/// outside the range.
+macro_rules! list_sql {
+    ($range:literal) => {
+        concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
+            $range,
+            " AND ",
+            live!("?5"),
+            " ORDER BY key"
+        )
+    };
+}
+
+/// The `list` statement starting after a key (`after`) or at the prefix, with or without an
+/// end.
+fn list_statement(after: bool, end: bool) -> &'static str {
+    match (after, end) {
+        (true, true) => list_sql!("key > ?4 AND key < ?6"),
+        (true, false) => list_sql!("key > ?4"),
+        (false, true) => list_sql!("key >= ?4 AND key < ?6"),
+        (false, false) => list_sql!("key >= ?4"),
+    }
+}
+
+/// Pages live records in key order: after the cursor (else from the prefix) up to the
+/// prefix's end, a range of the primary key.
 pub(super) fn list(
     conn: &Connection,
     scope: &MemoryScope,
@@ -162,29 +193,23 @@ pub(super) fn list(
     now: Timestamp,
 ) -> Result<MemoryPage> {
     let what = "listing records failed";
-    let mut stmt = conn
-        .prepare_cached(concat!(
-            "SELECT ",
-            record_columns!(),
-            " FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 AND ",
-            live!("?5"),
-            " ORDER BY key"
-        ))
-        .map_err(storage(what))?;
+    let end = page.prefix_end();
+    // ?4 is the start: the key to continue after, or the prefix ("" for none: every key is at
+    // least one byte, so all sort at or after it). ?6 is the end, when there is one.
+    let sql = list_statement(page.after.is_some(), end.is_some());
+    let mut stmt = conn.prepare_cached(sql).map_err(storage(what))?;
+    let start = page.after.as_deref().unwrap_or(&page.prefix);
+    let (app, user, ns, now) =
+        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
     // Rows come from the primary key in order, one step at a time: reading stops after
     // `limit + 1` rows, so no LIMIT is needed (a bound LIMIT would make SQLite re-plan the
-    // statement whenever it is rebound). Every key is at least one byte, so all sort after "".
-    let mut rows = stmt
-        .query(params![
-            scope.application_id(),
-            scope.user_id(),
-            scope.namespace_or_empty(),
-            page.after.as_deref().unwrap_or(""),
-            now.as_micros(),
-        ])
-        .map_err(storage(what))?;
-    let mut reply = PageBuilder::new(CursorKind::List, scope, page.limit);
+    // statement whenever it is rebound).
+    let mut rows = match &end {
+        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
+        None => stmt.query(params![app, user, ns, start, now]),
+    }
+    .map_err(storage(what))?;
+    let mut reply = PageBuilder::for_page(scope, page);
     while let Some(row) = rows.next().map_err(storage(what))? {
         if reply.is_full() {
             return Ok(reply.finish(true));
@@ -461,4 +486,34 @@ pub(super) fn purge_expired(
         .map_err(storage(what))?;
     let next_cursor = more.then(|| key_cursor(CursorKind::Purge, scope, last));
     Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shape of `list` seeks the primary key with both of its key bounds: no row outside
+    /// the range is read and filtered.
+    #[test]
+    fn list_statements_seek_both_ends_of_the_key_range() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_RECORDS).unwrap();
+        for (after, end, bounds) in [
+            (false, false, "key>?)"),
+            (false, true, "key>? AND key<?)"),
+            (true, false, "key>?)"),
+            (true, true, "key>? AND key<?)"),
+        ] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", list_statement(after, end));
+            let mut stmt = conn.prepare(&sql).unwrap();
+            let values = rusqlite::params_from_iter(vec!["k"; stmt.parameter_count()]);
+            let plan: Vec<String> =
+                stmt.query_map(values, |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+            let expected = format!(
+                "SEARCH memory_records USING PRIMARY KEY \
+                 (app_id=? AND user_id=? AND namespace=? AND {bounds}"
+            );
+            assert_eq!(plan, [expected], "after {after}, end {end}");
+        }
+    }
 }

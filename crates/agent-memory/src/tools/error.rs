@@ -22,6 +22,10 @@ pub enum ToolErrorKind {
     Conflict,
     /// The memory store failed; a write may or may not have happened.
     Unavailable,
+    /// The call did part of its work, as much as one call may do; the same call again does
+    /// the rest (the [memory tool](crate::memory_tool)'s delete and rename of a large
+    /// directory).
+    Incomplete,
 }
 
 /// A failed tool call, with a message written for the model.
@@ -79,9 +83,9 @@ pub(super) const KEY_FIELD_NAMES: FieldNames = &[
 /// The fact tools store a fact's text as the content and its id as the key.
 pub(super) const FACT_FIELD_NAMES: FieldNames = &[("content", "text"), ("key", "fact_id")];
 
-// Constructors, for the parsers and dispatchers of this module only.
+// Constructors, for the parsers and dispatchers of the model tools only.
 impl ToolError {
-    pub(super) fn new(
+    pub(crate) fn new(
         kind: ToolErrorKind,
         field: Option<&str>,
         message: impl Into<String>,
@@ -134,7 +138,7 @@ impl ToolError {
     }
 
     /// No tool called `name` among `available`.
-    pub(super) fn unknown_tool<'n>(
+    pub(crate) fn unknown_tool<'n>(
         name: &str,
         available: impl IntoIterator<Item = &'n str>,
     ) -> Self {
@@ -163,7 +167,7 @@ impl ToolError {
 }
 
 /// An argument name as it may appear in a message: at most 64 characters, controls replaced.
-pub(super) fn printable(name: &str) -> String {
+pub(crate) fn printable(name: &str) -> String {
     let mut out: String =
         name.chars().take(64).map(|c| if c.is_control() { '?' } else { c }).collect();
     if name.chars().count() > 64 {

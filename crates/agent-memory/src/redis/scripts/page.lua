@@ -1,13 +1,14 @@
 -- list and search: one bounded page of live records in ascending key (byte) order.
 -- KEYS[1] namespace index.
--- ARGV[1] record key prefix, ARGV[2] lower bound ('-' or '(' .. key), ARGV[3] limit,
--- ARGV[4] most index entries to inspect, ARGV[5] query ('' for list: every live record).
+-- ARGV[1] record key prefix, ARGV[2] lower bound ('-', '(' .. key or '[' .. list prefix),
+-- ARGV[3] limit, ARGV[4] most index entries to inspect, ARGV[5] query ('' for list: every live
+-- record), ARGV[6] upper bound ('+', or '(' .. the end of the list prefix's keys).
 -- Returns {cursor or nil, key, record, key, record, ...}: each record is the stored string
 -- (layout in the module docs). The cursor is the key to continue after: the last returned key
 -- when another match follows, or the last inspected key when the scan budget ran out; nil when
 -- nothing is left.
 local prefix, min = ARGV[1], ARGV[2]
-local limit, budget, query = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local limit, budget, query, max = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local out = {false}
@@ -15,7 +16,7 @@ local found, inspected = 0, 0
 local last
 while inspected < budget do
   local want = math.min(limit + 1 - found, budget - inspected)
-  local members = redis.call('ZRANGEBYLEX', KEYS[1], min, '+', 'LIMIT', 0, want)
+  local members = redis.call('ZRANGEBYLEX', KEYS[1], min, max, 'LIMIT', 0, want)
   for _, key in ipairs(members) do
     inspected = inspected + 1
     last = key
