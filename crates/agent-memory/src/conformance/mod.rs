@@ -328,6 +328,18 @@ pub mod cases {
 /// macro, so the two cannot drift apart.
 pub const CASE_NAMES: &[&str] = crate::__conformance_case_list!(__conformance_names!());
 
+/// A conformance case as a future, for runners that choose cases by name at run time (the
+/// Python package's conformance mixin runs each case of [`CASE_NAMES`] as one Python test).
+/// `None` when `name` is not on the list.
+///
+/// The caller starts the [`Harness`] and closes the store afterwards, as [`run`] does.
+pub fn case_by_name(
+    name: &str,
+    harness: Harness,
+) -> Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> {
+    crate::__conformance_case_list!(__conformance_case_by_name!(name, harness))
+}
+
 /// Stamps one `#[test]` per conformance case for a store factory: a path to an
 /// `async fn() -> Fixture`.
 ///
@@ -488,5 +500,21 @@ macro_rules! __conformance_cases {
 macro_rules! __conformance_names {
     (; $($case:ident),* $(,)?) => {
         &[$(stringify!($case)),*]
+    };
+}
+
+/// Expands to a `match` from a case name to that case's boxed future.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case_by_name {
+    ($name:expr, $harness:expr; $($case:ident),* $(,)?) => {
+        match $name {
+            $(
+                stringify!($case) => Some(::std::boxed::Box::pin(
+                    $crate::conformance::cases::$case($harness),
+                ) as ::std::pin::Pin<::std::boxed::Box<dyn ::std::future::Future<Output = ()> + Send>>),
+            )*
+            _ => None,
+        }
     };
 }

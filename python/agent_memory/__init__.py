@@ -1,0 +1,86 @@
+"""Explicit, scoped, long-term memory for AI agents, on agent-memory's Rust core.
+
+A store saves the facts an agent (or the application around it) deliberately keeps for one
+user, and reads them back in a later session: in this process (``InMemoryStore``), a SQLite
+file (``SqliteMemoryStore``, the embedded default), PostgreSQL (``PostgresMemoryStore``) or
+Redis (``RedisMemoryStore``). It never calls a model and has no embeddings: search is a
+literal substring match.
+
+    import asyncio
+    from agent_memory import MemoryScope, SqliteMemoryStore
+
+    async def main():
+        async with SqliteMemoryStore("memories.db") as store:
+            scope = MemoryScope("support-bot", "user-42")  # from trusted code, never a model
+            await store.put(scope, "report-format", "Start with an executive summary.")
+            page = await store.search(scope, "executive summary")
+            print([record.key for record in page.items])
+
+    asyncio.run(main())
+
+Every check, limit and rule comes from the Rust core, the same for every provider and for
+the CLI and MCP server; the Python classes convert arguments and results.
+"""
+
+from ._errors import (
+    MemoryConflictError,
+    MemoryError,
+    MemoryStorageError,
+    MemoryValidationError,
+)
+from ._native import (
+    DEFAULT_PAGE_LIMIT,
+    MAX_CONTENT_BYTES,
+    MAX_ID_BYTES,
+    MAX_KEY_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_METADATA_SOURCE_BYTES,
+    MAX_PAGE_LIMIT,
+    VERSION as __version__,
+    Fact,
+    MemoryCleanupPage,
+    MemoryPage,
+    MemoryRecord,
+    MemoryScope,
+    MemorySource,
+    NamespacePage,
+)
+from ._protocol import MemoryStore
+from ._stores import (
+    Facts,
+    InMemoryStore,
+    PostgresMemoryStore,
+    RedisMemoryStore,
+    ScopedMemory,
+    SqliteMemoryStore,
+    open_store,
+)
+
+__all__ = [
+    "DEFAULT_PAGE_LIMIT",
+    "Fact",
+    "Facts",
+    "InMemoryStore",
+    "MAX_CONTENT_BYTES",
+    "MAX_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_METADATA_SOURCE_BYTES",
+    "MAX_PAGE_LIMIT",
+    "MemoryCleanupPage",
+    "MemoryConflictError",
+    "MemoryError",
+    "MemoryPage",
+    "MemoryRecord",
+    "MemoryScope",
+    "MemorySource",
+    "MemoryStorageError",
+    "MemoryStore",
+    "MemoryValidationError",
+    "NamespacePage",
+    "PostgresMemoryStore",
+    "RedisMemoryStore",
+    "ScopedMemory",
+    "SqliteMemoryStore",
+    "open_store",
+]

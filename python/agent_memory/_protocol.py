@@ -1,0 +1,92 @@
+"""The ``MemoryStore`` protocol: what every store offers, the package's and yours."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Protocol, Union, runtime_checkable
+
+from ._native import (
+    MemoryCleanupPage,
+    MemoryPage,
+    MemoryRecord,
+    MemoryScope,
+    MemorySource,
+    NamespacePage,
+)
+
+__all__ = ["MemoryStore", "SourceLike"]
+
+SourceLike = Union[MemorySource, Mapping[str, Optional[str]]]
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Async persistence for explicit, scoped memories.
+
+    Every operation applies the whole scope in the datastore; expired records are invisible;
+    writes and revision checks are atomic; reads return detached records. No method calls a
+    model. Subclassing is optional: a class with these methods is a ``MemoryStore``.
+    ``agent_memory.testing.MemoryStoreConformanceMixin`` checks the guarantees.
+    """
+
+    async def start(self) -> None:
+        """Open owned resources and create or validate storage. Idempotent."""
+
+    async def close(self) -> None:
+        """Release only what this store owns. Idempotent."""
+
+    async def put(
+        self,
+        scope: MemoryScope,
+        key: str,
+        content: str,
+        *,
+        metadata: Optional[Mapping[str, Any]] = None,
+        expires_at: Optional[float] = None,
+        expected_revision: Optional[str] = None,
+        create_only: bool = False,
+        source: Optional[SourceLike] = None,
+    ) -> MemoryRecord:
+        """Insert or replace ``key`` atomically and return the record with its new revision.
+
+        ``expected_revision`` writes only over that live revision, ``create_only`` only when no
+        live record has the key; otherwise ``MemoryConflictError``.
+        """
+
+    async def get(self, scope: MemoryScope, key: str) -> Optional[MemoryRecord]:
+        """The live record at ``key``, or ``None``."""
+
+    async def list(
+        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None
+    ) -> MemoryPage:
+        """Live records in ascending key order (UTF-8 bytes); ``limit`` is 1 to 100."""
+
+    async def search(
+        self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
+    ) -> MemoryPage:
+        """Live records whose content contains ``query`` literally (case-sensitive). A page may
+        be empty and still have a cursor: continue until ``next_cursor`` is ``None``."""
+
+    async def delete(
+        self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None
+    ) -> bool:
+        """Remove the record and its index entries; whether a live record existed."""
+
+    async def delete_all(self, scope: MemoryScope) -> int:
+        """Physically erase one namespace of one user, expired records included. Trusted
+        maintenance only."""
+
+    async def delete_user(self, application_id: str, user_id: str) -> int:
+        """Physically erase every namespace of one application's user. Trusted maintenance
+        only; after a failure, call again to remove what is left."""
+
+    async def list_namespaces(
+        self, application_id: str, user_id: str, limit: int = 20, after: Optional[str] = None
+    ) -> NamespacePage:
+        """Every namespace of the user that holds a record (expired ones included), the
+        default namespace first."""
+
+    async def purge_expired(
+        self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None
+    ) -> MemoryCleanupPage:
+        """Inspect at most ``limit`` keys and physically remove the expired ones; continue
+        while ``next_cursor`` is set, even when ``deleted`` is 0."""

@@ -1,0 +1,50 @@
+"""Building blocks for a store written in Python: the core's own checks and cursors.
+
+A store that uses these enforces exactly the limits and cursor rules of every provider of the
+package (one validation module, in Rust), instead of a copy of them:
+
+| step | use |
+| --- | --- |
+| check a ``put`` before any I/O | ``check_put(key, content, metadata=…, expires_at=…, expected_revision=…, create_only=…, source=…, now=store_clock_now)`` |
+| check a key, a query, the ids of ``delete_user`` / ``list_namespaces`` | ``check_key``, ``check_query``, ``check_user`` |
+| check ``limit`` and ``after`` of ``list`` / ``search`` / ``purge_expired`` | ``key_page(kind, scope, limit, after)`` returns the key to continue after (``kind``: ``"list"``, ``"search"``, ``"purge"``) |
+| the ``next_cursor`` of such a page | ``key_cursor(kind, scope, last_key)`` |
+| the same for ``list_namespaces`` | ``namespace_page(application_id, user_id, limit, after)``, ``namespace_cursor(application_id, user_id, last_namespace)`` (``""`` is the default namespace) |
+
+Each raises ``MemoryValidationError`` naming the field, with the core's message. Then run
+``agent_memory.testing.MemoryStoreConformanceMixin`` against the store.
+"""
+
+from ._native import (
+    MAX_CONTENT_BYTES,
+    MAX_ID_BYTES,
+    MAX_KEY_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_METADATA_SOURCE_BYTES,
+    MAX_PAGE_LIMIT,
+    check_key,
+    check_put,
+    check_query,
+    check_user,
+    key_cursor,
+    key_page,
+    namespace_cursor,
+    namespace_page,
+)
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "MAX_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_METADATA_SOURCE_BYTES",
+    "MAX_PAGE_LIMIT",
+    "check_key",
+    "check_put",
+    "check_query",
+    "check_user",
+    "key_cursor",
+    "key_page",
+    "namespace_cursor",
+    "namespace_page",
+]

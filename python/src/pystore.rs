@@ -1,0 +1,287 @@
+//! A store written in Python, seen by the core as a `MemoryStore`.
+//!
+//! [`PyStore`] calls the Python object's async methods with the package's own types
+//! (`MemoryScope`, `MemorySource`, epoch-second floats, revision and cursor strings), awaits
+//! them on the asyncio loop that was running when it was made, and reads the replies back:
+//! a `MemoryRecord` or `None`, a `MemoryPage`, a `MemoryCleanupPage`, a `NamespacePage`, a
+//! `bool` or an `int`. So the core's layers (the fact port, the scoped handle, the conformance
+//! cases) run over a Python store exactly as over a Rust one.
+//!
+//! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
+//! shape is a `Storage` error naming the provider `python`.
+
+use std::fmt;
+
+use agent_memory::{
+    Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
+    NamespacePage, PageRequest, Result, Revision,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use pyo3_async_runtimes::TaskLocals;
+
+use crate::convert;
+use crate::errors::{bad_reply, from_py};
+use crate::types::{
+    records_from, PyCleanupPage, PyNamespacePage, PyPage, PyRecord, PyScope, PySource,
+};
+
+/// A Python object with the `MemoryStore` protocol's async methods.
+pub(crate) struct PyStore {
+    object: Py<PyAny>,
+    locals: TaskLocals,
+}
+
+impl fmt::Debug for PyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PyStore")
+    }
+}
+
+impl PyStore {
+    /// Wraps `object`, awaiting its coroutines on the loop running in this thread.
+    ///
+    /// # Errors
+    /// When no asyncio loop is running.
+    pub(crate) fn new(object: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let locals = pyo3_async_runtimes::tokio::get_current_locals(object.py())?;
+        Ok(Self { object: object.clone().unbind(), locals })
+    }
+
+    /// Calls one method and awaits what it returns.
+    async fn call<F>(&self, invoke: F) -> Result<Py<PyAny>>
+    where
+        F: for<'py> FnOnce(&Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>>,
+    {
+        let pending = Python::attach(|py| {
+            let awaitable = invoke(self.object.bind(py))?;
+            pyo3_async_runtimes::into_future_with_locals(&self.locals, awaitable)
+        })
+        .map_err(from_py)?;
+        pending.await.map_err(from_py)
+    }
+}
+
+/// The `metadata=` argument for a write's JSON metadata.
+///
+/// In the Python API `metadata=None` means "no metadata", so JSON `null` has no spelling of
+/// its own there. The core refuses it (metadata must be an object), so it crosses as a value
+/// that is no JSON at all, which every store must refuse as metadata just the same.
+fn metadata_arg<'py>(py: Python<'py>, metadata: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    if metadata.is_null() {
+        return py.import("builtins")?.getattr("object")?.call0();
+    }
+    convert::from_json(py, metadata)
+}
+
+fn scope_obj(scope: &MemoryScope) -> PyScope {
+    PyScope::from(scope.clone())
+}
+
+fn cursor_text(page: &PageRequest) -> Option<String> {
+    page.after.as_ref().map(|cursor| cursor.as_str().to_owned())
+}
+
+fn limit_of(page: &PageRequest) -> i64 {
+    i64::try_from(page.limit).unwrap_or(i64::MAX)
+}
+
+/// A cursor a Python store returned.
+fn reply_cursor(token: Option<String>) -> Result<Option<Cursor>> {
+    convert::cursor(token.as_deref())
+        .map_err(|_| bad_reply("the Python store returned a malformed cursor"))
+}
+
+fn read<T>(
+    reply: Py<PyAny>,
+    extract: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
+    what: &'static str,
+) -> Result<T> {
+    Python::attach(|py| extract(reply.bind(py))).map_err(|_| bad_reply(what))
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for PyStore {
+    async fn start(&self) -> Result<()> {
+        self.call(|store| store.call_method0("start")).await.map(drop)
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.call(|store| store.call_method0("close")).await.map(drop)
+    }
+
+    async fn put(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        write: MemoryWrite,
+    ) -> Result<MemoryRecord> {
+        let reply = self
+            .call(|store| {
+                let py = store.py();
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("metadata", metadata_arg(py, write.metadata_ref())?)?;
+                kwargs.set_item("expires_at", write.expiry().map(|at| at.as_unix_seconds()))?;
+                kwargs.set_item("expected_revision", write.expected().map(Revision::as_str))?;
+                kwargs.set_item("create_only", write.is_create_only())?;
+                let source = write.source_ref();
+                if !source.is_empty() {
+                    kwargs.set_item("source", PySource { inner: source.clone() })?;
+                }
+                store.call_method("put", (scope_obj(scope), key, write.content()), Some(&kwargs))
+            })
+            .await?;
+        read(
+            reply,
+            |r| Ok(r.cast::<PyRecord>()?.get().inner.clone()),
+            "the Python store's put did not return a MemoryRecord",
+        )
+    }
+
+    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
+        let reply = self.call(|store| store.call_method1("get", (scope_obj(scope), key))).await?;
+        read(
+            reply,
+            |r| {
+                if r.is_none() {
+                    Ok(None)
+                } else {
+                    Ok(Some(r.cast::<PyRecord>()?.get().inner.clone()))
+                }
+            },
+            "the Python store's get did not return a MemoryRecord or None",
+        )
+    }
+
+    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                store.call_method("list", (scope_obj(scope),), Some(&kwargs))
+            })
+            .await?;
+        page_reply(reply, "the Python store's list did not return a MemoryPage")
+    }
+
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        page: PageRequest,
+    ) -> Result<MemoryPage> {
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                store.call_method("search", (scope_obj(scope), query), Some(&kwargs))
+            })
+            .await?;
+        page_reply(reply, "the Python store's search did not return a MemoryPage")
+    }
+
+    async fn delete(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        expected_revision: Option<&Revision>,
+    ) -> Result<bool> {
+        let expected = expected_revision.map(|r| r.as_str().to_owned());
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("expected_revision", expected)?;
+                store.call_method("delete", (scope_obj(scope), key), Some(&kwargs))
+            })
+            .await?;
+        read(reply, |r| r.extract::<bool>(), "the Python store's delete did not return a bool")
+    }
+
+    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
+        let reply =
+            self.call(|store| store.call_method1("delete_all", (scope_obj(scope),))).await?;
+        read(reply, |r| r.extract::<u64>(), "the Python store's delete_all did not return an int")
+    }
+
+    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
+        let reply =
+            self.call(|store| store.call_method1("delete_user", (application_id, user_id))).await?;
+        read(reply, |r| r.extract::<u64>(), "the Python store's delete_user did not return an int")
+    }
+
+    async fn list_namespaces(
+        &self,
+        application_id: &str,
+        user_id: &str,
+        page: PageRequest,
+    ) -> Result<NamespacePage> {
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                store.call_method("list_namespaces", (application_id, user_id), Some(&kwargs))
+            })
+            .await?;
+        let what = "the Python store's list_namespaces did not return a NamespacePage";
+        let (items, next) = read(
+            reply,
+            |r| {
+                let page = r.cast::<PyNamespacePage>()?.get();
+                let (items, next) = page.parts(r.py());
+                let scopes = items
+                    .iter()
+                    .map(|item| Ok(item.cast::<PyScope>()?.get().inner.clone()))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((scopes, next))
+            },
+            what,
+        )?;
+        Ok(NamespacePage { items, next_cursor: reply_cursor(next)? })
+    }
+
+    async fn purge_expired(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> Result<MemoryCleanupPage> {
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                store.call_method("purge_expired", (scope_obj(scope),), Some(&kwargs))
+            })
+            .await?;
+        let (deleted, next) = read(
+            reply,
+            |r| Ok(r.cast::<PyCleanupPage>()?.get().parts()),
+            "the Python store's purge_expired did not return a MemoryCleanupPage",
+        )?;
+        Ok(MemoryCleanupPage { deleted, next_cursor: reply_cursor(next)? })
+    }
+}
+
+fn page_reply(reply: Py<PyAny>, what: &'static str) -> Result<MemoryPage> {
+    let (items, next) = read(
+        reply,
+        |r| {
+            let page = r.cast::<PyPage>()?.get();
+            let (items, next): (Bound<'_, PyTuple>, _) = page.parts(r.py());
+            Ok((records_from(items.as_any())?, next))
+        },
+        what,
+    )?;
+    Ok(MemoryPage { items, next_cursor: reply_cursor(next)? })
+}
+
+/// The core store behind a Python store argument: a `NativeStore` as it is, anything else
+/// through [`PyStore`].
+pub(crate) fn resolve(object: &Bound<'_, PyAny>) -> PyResult<std::sync::Arc<dyn MemoryStore>> {
+    if let Ok(native) = object.cast::<crate::store::NativeStore>() {
+        return Ok(std::sync::Arc::clone(&native.get().store));
+    }
+    Ok(std::sync::Arc::new(PyStore::new(object)?))
+}

@@ -1,0 +1,339 @@
+//! `NativeStore`: every provider of the core behind one Python class.
+//!
+//! The Python classes `InMemoryStore`, `SqliteMemoryStore`, `PostgresMemoryStore` and
+//! `RedisMemoryStore` (in `agent_memory/_stores.py`) each hold one `NativeStore` and forward
+//! to it. Each method here converts its arguments (raising before any I/O when one has the
+//! wrong type), then runs the core's method through [`awaitable::run`](crate::awaitable::run).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_memory::postgres::PostgresMemoryStore;
+use agent_memory::redis::RedisMemoryStore;
+use agent_memory::sqlite::SqliteMemoryStore;
+use agent_memory::{InMemoryStore, MemoryError, MemoryStore, MemoryWrite, PageRequest};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::awaitable::{run, Reply};
+use crate::clock::PyManualClock;
+use crate::convert;
+use crate::errors::to_py;
+use crate::types::{key_arg, source_arg, PyScope};
+
+/// One started-or-not store of the core, shared by every Python object that uses it.
+#[pyclass(frozen, module = "agent_memory._native")]
+pub(crate) struct NativeStore {
+    pub(crate) store: Arc<dyn MemoryStore>,
+    provider: &'static str,
+}
+
+/// Builds the core's `MemoryWrite` from `put`'s arguments.
+///
+/// `expected_revision` and `create_only` ask for opposite things, so together they are
+/// invalid rather than one silently winning.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_arg(
+    py: Python<'_>,
+    content: &Bound<'_, PyAny>,
+    metadata: Option<&Bound<'_, PyAny>>,
+    expires_at: Option<f64>,
+    expected_revision: Option<&str>,
+    create_only: bool,
+    source: Option<&Bound<'_, PyAny>>,
+) -> PyResult<MemoryWrite> {
+    let fail = |e| to_py(py, e);
+    let mut write = MemoryWrite::new(convert::text(content, "content")?);
+    if let Some(metadata) = metadata.filter(|m| !m.is_none()) {
+        write = write.metadata(convert::to_json(metadata, "metadata").map_err(fail)?);
+    }
+    if let Some(seconds) = expires_at {
+        write = write.expires_at(convert::timestamp(seconds).map_err(fail)?);
+    }
+    match (expected_revision, create_only) {
+        (Some(_), true) => {
+            return Err(fail(MemoryError::invalid(
+                "create_only",
+                "cannot be combined with expected_revision",
+            )))
+        }
+        (Some(token), false) => {
+            write = write.expected_revision(convert::revision(token).map_err(fail)?);
+        }
+        (None, true) => write = write.create_only(),
+        (None, false) => {}
+    }
+    if let Some(source) = source_arg(source)? {
+        write = write.source(source);
+    }
+    Ok(write)
+}
+
+/// A page request from `limit` and `after`.
+pub(crate) fn page_arg(py: Python<'_>, limit: i64, after: Option<&str>) -> PyResult<PageRequest> {
+    let after = convert::cursor(after).map_err(|e| to_py(py, e))?;
+    Ok(PageRequest::new(convert::limit(limit)).after_opt(after))
+}
+
+fn clock_arg(clock: Option<&Bound<'_, PyManualClock>>) -> Option<Arc<dyn agent_memory::Clock>> {
+    clock.map(|c| Arc::new(c.get().inner.clone()) as Arc<dyn agent_memory::Clock>)
+}
+
+#[pymethods]
+impl NativeStore {
+    /// The process-local store.
+    #[staticmethod]
+    #[pyo3(signature = (clock = None))]
+    fn memory(clock: Option<&Bound<'_, PyManualClock>>) -> Self {
+        let store = match clock_arg(clock) {
+            Some(clock) => InMemoryStore::with_clock(clock),
+            None => InMemoryStore::new(),
+        };
+        Self { store: Arc::new(store), provider: "memory" }
+    }
+
+    /// The SQLite store on the file at `path` (the default file when `None`).
+    #[staticmethod]
+    #[pyo3(signature = (path = None, clock = None))]
+    fn sqlite(
+        py: Python<'_>,
+        path: Option<PathBuf>,
+        clock: Option<&Bound<'_, PyManualClock>>,
+    ) -> PyResult<Self> {
+        let fail = |e| to_py(py, e);
+        let path = match path {
+            Some(path) => path,
+            None => agent_memory::default_sqlite_path().map_err(fail)?,
+        };
+        let mut builder = SqliteMemoryStore::builder(path);
+        if let Some(clock) = clock_arg(clock) {
+            builder = builder.clock(clock);
+        }
+        Ok(Self { store: Arc::new(builder.build().map_err(fail)?), provider: "sqlite" })
+    }
+
+    /// The PostgreSQL store on the server at `url`, with the seed's `pool_options`
+    /// (`min_size`, `max_size`, and `connect_timeout` / `acquire_timeout` in seconds).
+    #[staticmethod]
+    #[pyo3(signature = (url, pool_options = None, setup_schema = true))]
+    fn postgres(
+        py: Python<'_>,
+        url: &str,
+        pool_options: Option<&Bound<'_, PyDict>>,
+        setup_schema: bool,
+    ) -> PyResult<Self> {
+        let fail = |e| to_py(py, e);
+        let bad = |reason: &'static str| to_py(py, MemoryError::invalid("pool_options", reason));
+        let mut builder =
+            PostgresMemoryStore::builder(url).map_err(fail)?.setup_schema(setup_schema);
+        for (name, value) in pool_options.into_iter().flat_map(|options| options.iter()) {
+            let name: String = name.extract().map_err(|_| bad("names must be str"))?;
+            match name.as_str() {
+                "min_size" => {
+                    let min = value
+                        .extract()
+                        .map_err(|_| bad("min_size must be an int of at least 0"))?;
+                    builder = builder.min_connections(min);
+                }
+                "max_size" => {
+                    let max = value
+                        .extract()
+                        .map_err(|_| bad("max_size must be an int of at least 1"))?;
+                    builder = builder.max_connections(max);
+                }
+                "connect_timeout" | "acquire_timeout" => {
+                    let seconds = value
+                        .extract::<f64>()
+                        .ok()
+                        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                        .ok_or_else(|| bad("timeouts must be a number of seconds"))?;
+                    builder = if name == "connect_timeout" {
+                        builder.connect_timeout(seconds)
+                    } else {
+                        builder.acquire_timeout(seconds)
+                    };
+                }
+                _ => {
+                    return Err(bad(
+                        "knows only min_size, max_size, connect_timeout and acquire_timeout",
+                    ))
+                }
+            }
+        }
+        Ok(Self { store: Arc::new(builder.build().map_err(fail)?), provider: "postgres" })
+    }
+
+    /// The Redis (or Redis Cluster) store at `url`.
+    #[staticmethod]
+    fn redis(py: Python<'_>, url: &str) -> PyResult<Self> {
+        let store = RedisMemoryStore::from_url(url).map_err(|e| to_py(py, e))?;
+        Ok(Self { store: Arc::new(store), provider: "redis" })
+    }
+
+    /// The store a URL names, as `agent_memory::open` reads it.
+    #[staticmethod]
+    fn open(py: Python<'_>, url: &str) -> PyResult<Self> {
+        let store = agent_memory::open(url).map_err(|e| to_py(py, e))?;
+        let provider = match url.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase()) {
+            Some(s) if s == "memory" => "memory",
+            Some(s) if s == "sqlite" => "sqlite",
+            Some(s) if s.starts_with("postgres") => "postgres",
+            _ => "redis",
+        };
+        Ok(Self { store, provider })
+    }
+
+    /// `memory`, `sqlite`, `postgres` or `redis`.
+    #[getter]
+    fn provider(&self) -> &'static str {
+        self.provider
+    }
+
+    fn start<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(&self.store);
+        run(py, async move { store.start().await.map(|()| Reply::Unit).into() })
+    }
+
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(&self.store);
+        run(py, async move { store.close().await.map(|()| Reply::Unit).into() })
+    }
+
+    #[pyo3(signature = (scope, key, content, metadata = None, expires_at = None, expected_revision = None, create_only = false, source = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        key: &Bound<'py, PyAny>,
+        content: &Bound<'py, PyAny>,
+        metadata: Option<&Bound<'py, PyAny>>,
+        expires_at: Option<f64>,
+        expected_revision: Option<&str>,
+        create_only: bool,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let write =
+            write_arg(py, content, metadata, expires_at, expected_revision, create_only, source)?;
+        let (store, scope, key) =
+            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
+        run(py, async move {
+            store.put(&scope, &key, write).await.map(|r| Reply::Record(Some(r))).into()
+        })
+    }
+
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (store, scope, key) =
+            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
+        run(py, async move { store.get(&scope, &key).await.map(Reply::Record).into() })
+    }
+
+    #[pyo3(signature = (scope, limit = 20, after = None))]
+    fn list<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
+        run(py, async move { store.list(&scope, page).await.map(Reply::Page).into() })
+    }
+
+    #[pyo3(signature = (scope, query, limit = 20, after = None))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        query: &Bound<'py, PyAny>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let query = convert::text(query, "query")?;
+        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
+        run(py, async move { store.search(&scope, &query, page).await.map(Reply::Page).into() })
+    }
+
+    #[pyo3(signature = (scope, key, expected_revision = None))]
+    fn delete<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        key: &Bound<'py, PyAny>,
+        expected_revision: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let expected =
+            expected_revision.map(convert::revision).transpose().map_err(|e| to_py(py, e))?;
+        let (store, scope, key) =
+            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
+        run(py, async move {
+            store.delete(&scope, &key, expected.as_ref()).await.map(Reply::Bool).into()
+        })
+    }
+
+    fn delete_all<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
+        run(py, async move { store.delete_all(&scope).await.map(Reply::Count).into() })
+    }
+
+    fn delete_user<'py>(
+        &self,
+        py: Python<'py>,
+        application_id: &Bound<'py, PyAny>,
+        user_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let application_id = convert::text(application_id, "application_id")?;
+        let user_id = convert::text(user_id, "user_id")?;
+        let store = Arc::clone(&self.store);
+        run(py, async move {
+            store.delete_user(&application_id, &user_id).await.map(Reply::Count).into()
+        })
+    }
+
+    #[pyo3(signature = (application_id, user_id, limit = 20, after = None))]
+    fn list_namespaces<'py>(
+        &self,
+        py: Python<'py>,
+        application_id: &Bound<'py, PyAny>,
+        user_id: &Bound<'py, PyAny>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let application_id = convert::text(application_id, "application_id")?;
+        let user_id = convert::text(user_id, "user_id")?;
+        let store = Arc::clone(&self.store);
+        run(py, async move {
+            store
+                .list_namespaces(&application_id, &user_id, page)
+                .await
+                .map(Reply::Namespaces)
+                .into()
+        })
+    }
+
+    #[pyo3(signature = (scope, limit = 100, after = None))]
+    fn purge_expired<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
+        run(py, async move { store.purge_expired(&scope, page).await.map(Reply::Cleanup).into() })
+    }
+}

@@ -1,0 +1,489 @@
+//! The vocabulary as Python classes: `MemoryScope`, `MemorySource`, `MemoryRecord`,
+//! `MemoryPage`, `MemoryCleanupPage`, `NamespacePage` and `Fact`.
+//!
+//! Each is frozen and wraps the core's own value, so a scope is validated by the core's one
+//! constructor and a record read from a provider is handed over without copying its fields.
+//! Getters build fresh Python values on each access (a record's `metadata` dict is the
+//! caller's to change; the record stays as it was read).
+//!
+//! `repr()` never shows stored text, keys or ids (they end up in logs); the attributes do.
+
+use agent_memory::{
+    Fact, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, NamespacePage, Source,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::convert;
+use crate::errors::to_py;
+
+/// Which of a value's optional fields are set, for a `repr()` that shows no value.
+fn set_or_unset(value: Option<&str>) -> &'static str {
+    if value.is_some() {
+        "<set>"
+    } else {
+        "None"
+    }
+}
+
+/// `MemoryScope(application_id, user_id, namespace=None)`: the isolation boundary.
+#[pyclass(frozen, eq, hash, name = "MemoryScope", module = "agent_memory")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PyScope {
+    pub(crate) inner: MemoryScope,
+}
+
+#[pymethods]
+impl PyScope {
+    #[new]
+    #[pyo3(signature = (application_id, user_id, namespace = None))]
+    fn new(
+        py: Python<'_>,
+        application_id: &Bound<'_, PyAny>,
+        user_id: &Bound<'_, PyAny>,
+        namespace: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let application_id = convert::text(application_id, "application_id")?;
+        let user_id = convert::text(user_id, "user_id")?;
+        let scope = MemoryScope::new(application_id, user_id).map_err(|e| to_py(py, e))?;
+        let inner = match namespace {
+            Some(ns) if !ns.is_none() => {
+                scope.with_namespace(convert::text(ns, "namespace")?).map_err(|e| to_py(py, e))?
+            }
+            _ => scope,
+        };
+        Ok(Self { inner })
+    }
+
+    /// The application (tenant) id.
+    #[getter]
+    fn application_id(&self) -> &str {
+        self.inner.application_id()
+    }
+
+    /// The end user's id.
+    #[getter]
+    fn user_id(&self) -> &str {
+        self.inner.user_id()
+    }
+
+    /// The namespace, or `None` for the user's default namespace.
+    #[getter]
+    fn namespace(&self) -> Option<&str> {
+        self.inner.namespace()
+    }
+
+    /// The same user in namespace `name` (`None`: the default namespace).
+    #[pyo3(signature = (name))]
+    fn with_namespace(&self, py: Python<'_>, name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let inner = match name {
+            Some(name) if !name.is_none() => self
+                .inner
+                .with_namespace(convert::text(name, "namespace")?)
+                .map_err(|e| to_py(py, e))?,
+            _ => self.inner.with_default_namespace(),
+        };
+        Ok(Self { inner })
+    }
+
+    fn __repr__(&self) -> String {
+        let namespace = if self.inner.namespace().is_some() { "<named>" } else { "None" };
+        format!("MemoryScope(application_id=<hidden>, user_id=<hidden>, namespace={namespace})")
+    }
+}
+
+impl From<MemoryScope> for PyScope {
+    fn from(inner: MemoryScope) -> Self {
+        Self { inner }
+    }
+}
+
+/// `MemorySource(session_id=None, invocation_id=None, agent=None)`: where a write came from.
+#[pyclass(frozen, eq, name = "MemorySource", module = "agent_memory")]
+#[derive(Clone, PartialEq)]
+pub(crate) struct PySource {
+    pub(crate) inner: Source,
+}
+
+#[pymethods]
+impl PySource {
+    #[new]
+    #[pyo3(signature = (session_id = None, invocation_id = None, agent = None))]
+    fn new(
+        session_id: Option<String>,
+        invocation_id: Option<String>,
+        agent: Option<String>,
+    ) -> Self {
+        Self { inner: Source { session_id, invocation_id, agent } }
+    }
+
+    /// The session the write came from.
+    #[getter]
+    fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    /// The invocation the write came from.
+    #[getter]
+    fn invocation_id(&self) -> Option<&str> {
+        self.inner.invocation_id.as_deref()
+    }
+
+    /// The agent that wrote.
+    #[getter]
+    fn agent(&self) -> Option<&str> {
+        self.inner.agent.as_deref()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MemorySource(session_id={}, invocation_id={}, agent={})",
+            set_or_unset(self.inner.session_id.as_deref()),
+            set_or_unset(self.inner.invocation_id.as_deref()),
+            set_or_unset(self.inner.agent.as_deref()),
+        )
+    }
+}
+
+/// A `source=` argument: `None`, a `MemorySource`, or a dict with its field names.
+pub(crate) fn source_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Source>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(source) = value.cast::<PySource>() {
+        return Ok(Some(source.get().inner.clone()));
+    }
+    let py = value.py();
+    let invalid =
+        |reason: &'static str| to_py(py, agent_memory::MemoryError::invalid("source", reason));
+    let dict = value.cast::<PyDict>().map_err(|_| invalid("must be a MemorySource or a dict"))?;
+    let mut source = Source::default();
+    for (name, item) in dict.iter() {
+        let name: String =
+            name.extract().map_err(|_| invalid("has a field name that is not a str"))?;
+        let item: Option<String> =
+            item.extract().map_err(|_| invalid("fields must be str or None"))?;
+        match name.as_str() {
+            "session_id" => source.session_id = item,
+            "invocation_id" => source.invocation_id = item,
+            "agent" => source.agent = item,
+            _ => return Err(invalid("has a field other than session_id, invocation_id and agent")),
+        }
+    }
+    Ok(Some(source))
+}
+
+/// One memory, as read. Frozen; timestamps are UTC epoch seconds (`float`).
+#[pyclass(frozen, eq, name = "MemoryRecord", module = "agent_memory")]
+#[derive(Clone, PartialEq)]
+pub(crate) struct PyRecord {
+    pub(crate) inner: MemoryRecord,
+}
+
+#[pymethods]
+impl PyRecord {
+    /// Builds a record: what a store written in Python returns. Providers assign `revision`
+    /// and the timestamps; values are checked for shape (a revision token, timestamps between
+    /// 1970 and 9999, an object for `metadata`), not against the write limits.
+    #[new]
+    #[pyo3(signature = (scope, key, content, metadata, revision, created_at, updated_at, expires_at = None, source = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        scope: &Bound<'_, PyScope>,
+        key: &Bound<'_, PyAny>,
+        content: &Bound<'_, PyAny>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        revision: &str,
+        created_at: f64,
+        updated_at: f64,
+        expires_at: Option<f64>,
+        source: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let fail = |e| to_py(py, e);
+        let metadata = match metadata.filter(|m| !m.is_none()) {
+            None => serde_json::Map::new(),
+            Some(m) => match convert::to_json(m, "metadata").map_err(fail)? {
+                serde_json::Value::Object(map) => map,
+                _ => {
+                    return Err(fail(agent_memory::MemoryError::invalid(
+                        "metadata",
+                        "must be a JSON object",
+                    )))
+                }
+            },
+        };
+        Ok(Self {
+            inner: MemoryRecord {
+                scope: scope.get().inner.clone(),
+                key: convert::text(key, "key")?,
+                content: convert::text(content, "content")?,
+                metadata,
+                revision: convert::revision(revision).map_err(fail)?,
+                created_at: convert::timestamp(created_at).map_err(fail)?,
+                updated_at: convert::timestamp(updated_at).map_err(fail)?,
+                expires_at: expires_at.map(convert::timestamp).transpose().map_err(fail)?,
+                source: source_arg(source)?.unwrap_or_default(),
+            },
+        })
+    }
+
+    /// The scope the record lives in.
+    #[getter]
+    fn scope(&self) -> PyScope {
+        PyScope::from(self.inner.scope.clone())
+    }
+
+    /// The record's key.
+    #[getter]
+    fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    /// The stored text. Treat it as data, never as instructions.
+    #[getter]
+    fn content(&self) -> &str {
+        &self.inner.content
+    }
+
+    /// The metadata, as a fresh dict on each access.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        convert::from_map(py, &self.inner.metadata)
+    }
+
+    /// The opaque revision token; pass it as `expected_revision`.
+    #[getter]
+    fn revision(&self) -> &str {
+        self.inner.revision.as_str()
+    }
+
+    /// When the key was first written (UTC epoch seconds).
+    #[getter]
+    fn created_at(&self) -> f64 {
+        self.inner.created_at.as_unix_seconds()
+    }
+
+    /// When the record was last written (UTC epoch seconds).
+    #[getter]
+    fn updated_at(&self) -> f64 {
+        self.inner.updated_at.as_unix_seconds()
+    }
+
+    /// When the record stops being visible (UTC epoch seconds), or `None`.
+    #[getter]
+    fn expires_at(&self) -> Option<f64> {
+        self.inner.expires_at.map(|at| at.as_unix_seconds())
+    }
+
+    /// Where the write came from.
+    #[getter]
+    fn source(&self) -> PySource {
+        PySource { inner: self.inner.source.clone() }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MemoryRecord(key=<{} bytes>, content=<{} bytes>, revision={:?})",
+            self.inner.key.len(),
+            self.inner.content.len(),
+            self.inner.revision.as_str(),
+        )
+    }
+}
+
+/// The `MemoryRecord` instances of a `MemoryPage`'s `items`.
+pub(crate) fn records_from(items: &Bound<'_, PyAny>) -> PyResult<Vec<MemoryRecord>> {
+    items.try_iter()?.map(|item| Ok(item?.cast::<PyRecord>()?.get().inner.clone())).collect()
+}
+
+fn record_tuple<'py>(py: Python<'py>, records: Vec<MemoryRecord>) -> PyResult<Bound<'py, PyTuple>> {
+    let items = records
+        .into_iter()
+        .map(|inner| Bound::new(py, PyRecord { inner }))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+/// `MemoryPage(items, next_cursor=None)`: a bounded page of records.
+#[pyclass(frozen, name = "MemoryPage", module = "agent_memory")]
+pub(crate) struct PyPage {
+    items: Py<PyTuple>,
+    next_cursor: Option<String>,
+}
+
+#[pymethods]
+impl PyPage {
+    #[new]
+    #[pyo3(signature = (items, next_cursor = None))]
+    fn new(
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        next_cursor: Option<String>,
+    ) -> PyResult<Self> {
+        let records = records_from(items)?;
+        Ok(Self { items: record_tuple(py, records)?.unbind(), next_cursor })
+    }
+
+    /// The records, in ascending key order.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.items.clone_ref(py)
+    }
+
+    /// Pass it as `after` for the next page; `None` only when nothing is left.
+    #[getter]
+    fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+        format!("MemoryPage(items=<{} records>, next_cursor={more})", self.items.bind(py).len())
+    }
+}
+
+impl PyPage {
+    pub(crate) fn from_core(py: Python<'_>, page: MemoryPage) -> PyResult<Self> {
+        Ok(Self {
+            items: record_tuple(py, page.items)?.unbind(),
+            next_cursor: page.next_cursor.map(String::from),
+        })
+    }
+
+    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
+        (self.items.bind(py).clone(), self.next_cursor.clone())
+    }
+}
+
+/// `MemoryCleanupPage(deleted, next_cursor=None)`: what one `purge_expired` call removed.
+#[pyclass(frozen, eq, name = "MemoryCleanupPage", module = "agent_memory")]
+#[derive(PartialEq)]
+pub(crate) struct PyCleanupPage {
+    #[pyo3(get)]
+    deleted: u64,
+    #[pyo3(get)]
+    next_cursor: Option<String>,
+}
+
+#[pymethods]
+impl PyCleanupPage {
+    #[new]
+    #[pyo3(signature = (deleted, next_cursor = None))]
+    fn new(deleted: u64, next_cursor: Option<String>) -> Self {
+        Self { deleted, next_cursor }
+    }
+
+    fn __repr__(&self) -> String {
+        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+        format!("MemoryCleanupPage(deleted={}, next_cursor={more})", self.deleted)
+    }
+}
+
+impl PyCleanupPage {
+    pub(crate) fn from_core(page: MemoryCleanupPage) -> Self {
+        Self { deleted: page.deleted, next_cursor: page.next_cursor.map(String::from) }
+    }
+
+    pub(crate) fn parts(&self) -> (u64, Option<String>) {
+        (self.deleted, self.next_cursor.clone())
+    }
+}
+
+/// `NamespacePage(items, next_cursor=None)`: one scope per namespace holding records.
+#[pyclass(frozen, name = "NamespacePage", module = "agent_memory")]
+pub(crate) struct PyNamespacePage {
+    items: Py<PyTuple>,
+    next_cursor: Option<String>,
+}
+
+#[pymethods]
+impl PyNamespacePage {
+    #[new]
+    #[pyo3(signature = (items, next_cursor = None))]
+    fn new(
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        next_cursor: Option<String>,
+    ) -> PyResult<Self> {
+        let scopes = items
+            .try_iter()?
+            .map(|item| Ok(item?.cast::<PyScope>()?.get().clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Self { items: PyTuple::new(py, scopes)?.unbind(), next_cursor })
+    }
+
+    /// One scope per namespace, the default namespace (`namespace=None`) first.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.items.clone_ref(py)
+    }
+
+    /// Pass it as `after` for the next page; `None` only when nothing is left.
+    #[getter]
+    fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+        format!("NamespacePage(items=<{} scopes>, next_cursor={more})", self.items.bind(py).len())
+    }
+}
+
+impl PyNamespacePage {
+    pub(crate) fn from_core(py: Python<'_>, page: NamespacePage) -> PyResult<Self> {
+        let scopes = page.items.into_iter().map(PyScope::from).collect::<Vec<_>>();
+        Ok(Self {
+            items: PyTuple::new(py, scopes)?.unbind(),
+            next_cursor: page.next_cursor.map(String::from),
+        })
+    }
+
+    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
+        (self.items.bind(py).clone(), self.next_cursor.clone())
+    }
+}
+
+/// One remembered fact of the fact port.
+#[pyclass(frozen, eq, name = "Fact", module = "agent_memory")]
+#[derive(PartialEq)]
+pub(crate) struct PyFact {
+    inner: Fact,
+}
+
+#[pymethods]
+impl PyFact {
+    /// Pass it to `forget`.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The fact's text.
+    #[getter]
+    fn text(&self) -> &str {
+        &self.inner.text
+    }
+
+    /// When it was remembered (UTC epoch seconds).
+    #[getter]
+    fn created_at(&self) -> f64 {
+        self.inner.created_at.as_unix_seconds()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Fact(id={:?}, text=<{} bytes>)", self.inner.id, self.inner.text.len())
+    }
+}
+
+impl From<Fact> for PyFact {
+    fn from(inner: Fact) -> Self {
+        Self { inner }
+    }
+}
+
+/// A Python `str` for a key argument.
+pub(crate) fn key_arg(key: &Bound<'_, PyAny>) -> PyResult<String> {
+    convert::text(key, "key")
+}

@@ -1,0 +1,248 @@
+"""A memory store written in pure Python, on the package's types and provider helpers.
+
+It is what a third party would write (a dict guarded by the event loop instead of a
+database), and the tests run the conformance mixin against it to show that a store written
+in Python can pass. ``BrokenStore`` below breaks two rules on purpose, to show that the
+mixin catches them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Optional, Tuple
+
+from agent_memory import (
+    MemoryCleanupPage,
+    MemoryConflictError,
+    MemoryPage,
+    MemoryRecord,
+    MemoryScope,
+    MemoryStorageError,
+    NamespacePage,
+)
+from agent_memory.provider import (
+    check_key,
+    check_put,
+    check_query,
+    check_user,
+    key_cursor,
+    key_page,
+    namespace_cursor,
+    namespace_page,
+)
+
+User = Tuple[str, str]
+
+
+class DictStore:
+    """Every record in one process-local dict: user -> namespace -> key -> record.
+
+    Python compares strings by code point, which is also their UTF-8 byte order, so
+    ``sorted`` gives the contract's key order. No method awaits between its check and its
+    write, so each operation is atomic on the event loop.
+    """
+
+    def __init__(self, clock=None) -> None:
+        self._clock = clock
+        self._started = False
+        self._revisions = 0
+        self._users: Dict[User, Dict[str, Dict[str, MemoryRecord]]] = {}
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return self._clock.now() if self._clock is not None else time.time()
+
+    def _ensure_started(self) -> None:
+        if not self._started:
+            raise MemoryStorageError("storage error (python): the store is not started")
+
+    @staticmethod
+    def _user(scope: MemoryScope) -> User:
+        return (scope.application_id, scope.user_id)
+
+    @staticmethod
+    def _ns_name(scope: MemoryScope) -> str:
+        return scope.namespace or ""
+
+    def _keys(self, scope: MemoryScope) -> Dict[str, MemoryRecord]:
+        return self._users.get(self._user(scope), {}).get(self._ns_name(scope), {})
+
+    def _prune(self, user: User) -> None:
+        namespaces = self._users.get(user)
+        if namespaces is None:
+            return
+        for name in [name for name, keys in namespaces.items() if not keys]:
+            del namespaces[name]
+        if not namespaces:
+            del self._users[user]
+
+    @staticmethod
+    def _live(record: MemoryRecord, now: float) -> bool:
+        return record.expires_at is None or record.expires_at > now
+
+    def _matches(self, record: MemoryRecord, query: str) -> bool:
+        return query in record.content
+
+    def _page(self, kind: str, scope: MemoryScope, limit: int, rows: List[MemoryRecord]) -> MemoryPage:
+        items = rows[:limit]
+        more = len(rows) > limit
+        cursor = key_cursor(kind, scope, items[-1].key) if more and items else None
+        return MemoryPage(items, cursor)
+
+    # -- the protocol --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._started = True
+
+    async def close(self) -> None:
+        pass
+
+    async def put(
+        self,
+        scope,
+        key,
+        content,
+        *,
+        metadata=None,
+        expires_at=None,
+        expected_revision=None,
+        create_only=False,
+        source=None,
+    ):
+        now = self._now()
+        check_put(
+            key,
+            content,
+            metadata=metadata,
+            expires_at=expires_at,
+            expected_revision=expected_revision,
+            create_only=create_only,
+            source=source,
+            now=now,
+        )
+        self._ensure_started()
+        keys = self._users.setdefault(self._user(scope), {}).setdefault(self._ns_name(scope), {})
+        current = keys.get(key)
+        live = current if current is not None and self._live(current, now) else None
+        if create_only and live is not None:
+            self._prune(self._user(scope))
+            raise MemoryConflictError("conflict: a live record already has this key")
+        if expected_revision is not None and (live is None or live.revision != expected_revision):
+            self._prune(self._user(scope))
+            raise MemoryConflictError("conflict: the expected revision is not the live record's")
+        self._revisions += 1
+        record = MemoryRecord(
+            scope,
+            key,
+            content,
+            metadata or {},
+            format(self._revisions, "x"),
+            live.created_at if live is not None else now,
+            now,
+            expires_at,
+            source,
+        )
+        keys[key] = record
+        return record
+
+    async def get(self, scope, key):
+        check_key(key)
+        self._ensure_started()
+        record = self._keys(scope).get(key)
+        return record if record is not None and self._live(record, self._now()) else None
+
+    async def list(self, scope, limit=20, after=None):
+        start = key_page("list", scope, limit, after)
+        self._ensure_started()
+        now = self._now()
+        keys = self._keys(scope)
+        rows = []
+        for key in sorted(keys):
+            if (start is None or key > start) and self._live(keys[key], now):
+                rows.append(keys[key])
+                if len(rows) > limit:
+                    break
+        return self._page("list", scope, limit, rows)
+
+    async def search(self, scope, query, limit=20, after=None):
+        check_query(query)
+        start = key_page("search", scope, limit, after)
+        self._ensure_started()
+        now = self._now()
+        keys = self._keys(scope)
+        rows = []
+        for key in sorted(keys):
+            record = keys[key]
+            if (start is None or key > start) and self._live(record, now) and self._matches(record, query):
+                rows.append(record)
+                if len(rows) > limit:
+                    break
+        return self._page("search", scope, limit, rows)
+
+    async def delete(self, scope, key, expected_revision=None):
+        check_key(key)
+        self._ensure_started()
+        keys = self._keys(scope)
+        current = keys.get(key)
+        live = current if current is not None and self._live(current, self._now()) else None
+        if expected_revision is not None and (live is None or live.revision != expected_revision):
+            raise MemoryConflictError("conflict: the expected revision is not the live record's")
+        keys.pop(key, None)
+        self._prune(self._user(scope))
+        return live is not None
+
+    async def delete_all(self, scope):
+        self._ensure_started()
+        namespaces = self._users.get(self._user(scope), {})
+        removed = len(namespaces.pop(self._ns_name(scope), {}))
+        self._prune(self._user(scope))
+        return removed
+
+    async def delete_user(self, application_id, user_id):
+        check_user(application_id, user_id)
+        self._ensure_started()
+        namespaces = self._users.pop((application_id, user_id), {})
+        return sum(len(keys) for keys in namespaces.values())
+
+    async def list_namespaces(self, application_id, user_id, limit=20, after=None):
+        start = namespace_page(application_id, user_id, limit, after)
+        self._ensure_started()
+        names = sorted(
+            name
+            for name, keys in self._users.get((application_id, user_id), {}).items()
+            if keys and (start is None or name > start)
+        )
+        page = names[:limit]
+        items = [MemoryScope(application_id, user_id, name or None) for name in page]
+        more = len(names) > limit
+        cursor = namespace_cursor(application_id, user_id, page[-1]) if more else None
+        return NamespacePage(items, cursor)
+
+    async def purge_expired(self, scope, limit=100, after=None):
+        start = key_page("purge", scope, limit, after)
+        self._ensure_started()
+        now = self._now()
+        keys = self._keys(scope)
+        following = [key for key in sorted(keys) if start is None or key > start]
+        batch = following[:limit]
+        deleted = 0
+        for key in batch:
+            if not self._live(keys[key], now):
+                del keys[key]
+                deleted += 1
+        self._prune(self._user(scope))
+        cursor = key_cursor("purge", scope, batch[-1]) if len(following) > limit else None
+        return MemoryCleanupPage(deleted, cursor)
+
+
+class BrokenStore(DictStore):
+    """``DictStore`` with two bugs a real store could have: namespaces share one bucket, and
+    search ignores case."""
+
+    @staticmethod
+    def _ns_name(scope: MemoryScope) -> str:
+        return ""
+
+    def _matches(self, record: MemoryRecord, query: str) -> bool:
+        return query.lower() in record.content.lower()

@@ -1,0 +1,40 @@
+"""The core's conformance suite against the in-process and SQLite stores, and against a store
+written in pure Python, each through its Python API."""
+
+import tempfile
+import unittest
+
+from agent_memory import InMemoryStore, SqliteMemoryStore
+from support import QuietSlowCallbacks
+from agent_memory.testing import ManualClock, MemoryStoreConformanceMixin
+
+from reference_store import DictStore
+
+
+class InMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
+    async def make_store(self):
+        self.clock = ManualClock()
+        return InMemoryStore(clock=self.clock)
+
+
+class SqliteMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
+    async def make_store(self):
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        self.path = f"{directory.name}/memories.db"
+        self.clock = ManualClock()
+        return SqliteMemoryStore(self.path, clock=self.clock)
+
+    async def make_replica(self):
+        # A second store on the same file: another process of the same application.
+        return SqliteMemoryStore(self.path, clock=self.clock)
+
+
+class PurePythonStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
+    async def make_store(self):
+        self.clock = ManualClock()
+        return DictStore(self.clock)
+
+
+if __name__ == "__main__":
+    unittest.main()
