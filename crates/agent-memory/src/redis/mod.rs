@@ -173,15 +173,28 @@ impl MemoryStore for RedisMemoryStore {
         if self.connection().is_ok() {
             return Ok(());
         }
+        if self.options.tls.insecure {
+            tracing::warn!(
+                "redis TLS certificate verification is off (insecure=true): the connection is \
+                 encrypted, but anyone on the network path can pretend to be the server"
+            );
+        }
         let mut conn = Conn::open(&self.target, &self.options).await?;
         let report = conn.durability().await?;
         report.log();
-        let durable = report.is_durable();
+        let (durable, verified) = (report.is_durable(), report.is_verified());
         *self.durability.write().unwrap_or_else(PoisonError::into_inner) = Some(report);
         if self.options.require_durable && !durable {
             return Err(MemoryError::storage(
                 PROVIDER,
-                "the Redis deployment can lose or evict acknowledged writes and require_durable is set",
+                if verified {
+                    "the Redis deployment can lose or evict acknowledged writes and \
+                     require_durable is set"
+                } else {
+                    "require_durable is set, but the Redis deployment's persistence settings \
+                     could not be verified (CONFIG GET or INFO was refused, as managed services \
+                     often do)"
+                },
             ));
         }
         conn.load_all(&SCRIPTS.all()).await?;
