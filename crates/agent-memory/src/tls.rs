@@ -57,7 +57,10 @@ pub(crate) fn read(param: &'static str, path: &Path) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// [`Invalid`](MemoryError::Invalid) naming `param` when the file holds none or a malformed one.
-pub(crate) fn certificates(param: &'static str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn certificates(
+    param: &'static str,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|_| MemoryError::invalid(param, "names a file that is not valid PEM"))?;
@@ -188,9 +191,9 @@ pub(crate) fn client_config(
     };
     match client_auth {
         None => Ok(builder.with_no_client_auth()),
-        Some((certs, key)) => builder.with_client_auth_cert(certs, key).map_err(|_| {
-            MemoryError::invalid(key_param, "does not match the client certificate")
-        }),
+        Some((certs, key)) => builder
+            .with_client_auth_cert(certs, key)
+            .map_err(|_| MemoryError::invalid(key_param, "does not match the client certificate")),
     }
 }
 
@@ -271,6 +274,43 @@ pub(crate) fn describe_failure(err: &(dyn StdError + 'static)) -> Option<&'stati
     None
 }
 
+/// The fixed sentence for a TLS failure that reached us only as text: the Redis cluster client
+/// turns the errors of its first connections into a message, which quotes rustls's `Display`
+/// ("invalid peer certificate: …", "received fatal alert: …"). `None` for any other text.
+#[cfg(feature = "redis")]
+pub(crate) fn describe_failure_text(text: &str) -> Option<&'static str> {
+    if let Some(at) = text.find("invalid peer certificate: ") {
+        let detail = &text[at..];
+        return Some(
+            if detail.contains("not valid for name") || detail.contains("NotValidForName") {
+                describe(&rustls::Error::InvalidCertificate(CertificateError::NotValidForName))
+            } else if detail.contains("UnknownIssuer") {
+                describe(&rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))
+            } else if ["expired", "Expired", "not valid yet", "NotValidYet"]
+                .iter()
+                .any(|w| detail.contains(w))
+            {
+                describe(&rustls::Error::InvalidCertificate(CertificateError::Expired))
+            } else {
+                describe(&rustls::Error::InvalidCertificate(CertificateError::BadEncoding))
+            },
+        );
+    }
+    if let Some(at) = text.find("received fatal alert: ") {
+        let alert = &text[at + "received fatal alert: ".len()..];
+        let alert = alert.split(|c: char| !c.is_ascii_alphanumeric()).next().unwrap_or("");
+        let alert = match alert {
+            "CertificateRequired" => AlertDescription::CertificateRequired,
+            "BadCertificate" | "UnknownCA" | "CertificateUnknown" | "AccessDenied" => {
+                AlertDescription::BadCertificate
+            }
+            _ => AlertDescription::HandshakeFailure,
+        };
+        return Some(describe(&rustls::Error::AlertReceived(alert)));
+    }
+    None
+}
+
 /// `err` as a rustls error, also when an `io::Error` carries it (as tokio-rustls reports
 /// handshake failures): `io::Error::source` skips the error it wraps, `get_ref` does not.
 fn as_rustls<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
@@ -340,13 +380,29 @@ mod tests {
         assert_eq!(describe_failure(&plain), None);
     }
 
+    #[cfg(feature = "redis")]
+    #[test]
+    fn failures_known_only_as_text_are_named_from_rustls_display() {
+        for err in [
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+            rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
+            rustls::Error::AlertReceived(AlertDescription::UnknownCA),
+        ] {
+            let text = format!("Failed to create initial connections - Io: {err}");
+            assert_eq!(describe_failure_text(&text), Some(describe(&err)), "{text}");
+        }
+        assert_eq!(describe_failure_text("Connection refused (os error 111)"), None);
+    }
+
     #[test]
     fn bad_files_are_invalid_naming_the_parameter_only() {
         let err = read("sslrootcert", Path::new("/nonexistent/secret-dir/root.crt")).unwrap_err();
         assert_eq!(err.to_string(), "invalid sslrootcert: names a file that cannot be read");
         let err = certificates("cacert", b"not pem at all").unwrap_err();
         assert_eq!(err.to_string(), "invalid cacert: names a file that holds no PEM certificate");
-        let err = private_key("key", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
+        let err =
+            private_key("key", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
         assert!(err.unwrap_err().to_string().starts_with("invalid key:"));
     }
 }

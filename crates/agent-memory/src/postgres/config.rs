@@ -378,24 +378,23 @@ fn store_params(
 
 /// Takes libpq's TLS parameters; [`tls::resolve`] checks them and reads the files at `build`.
 fn tls_params(params: &mut Params) -> Result<TlsSettings> {
-    let mode = match params.take("sslmode") {
-        None => None,
-        // libpq's `allow` (plain first, TLS only if the server insists) has no driver support.
-        Some(word) if word == "allow" => {
-            return Err(MemoryError::invalid(
+    let mode =
+        match params.take("sslmode") {
+            None => None,
+            // libpq's `allow` (plain first, TLS only if the server insists) has no driver support.
+            Some(word) if word == "allow" => return Err(MemoryError::invalid(
                 "url",
                 "has a value for `sslmode`, allow, that is not supported: use prefer, require, \
                  verify-ca or verify-full",
-            ))
-        }
-        Some(word) => Some(SslMode::parse(&word).ok_or_else(|| {
-            MemoryError::invalid(
-                "url",
-                "has a value for `sslmode` that is not one of disable, prefer, require, \
+            )),
+            Some(word) => Some(SslMode::parse(&word).ok_or_else(|| {
+                MemoryError::invalid(
+                    "url",
+                    "has a value for `sslmode` that is not one of disable, prefer, require, \
                  verify-ca, verify-full",
-            )
-        })?),
-    };
+                )
+            })?),
+        };
     let root_cert = params.take("sslrootcert").map(|value| match value.as_str() {
         "system" => RootCert::System,
         _ => RootCert::File(PathBuf::from(value)),
@@ -724,8 +723,7 @@ mod tests {
         let err = PostgresMemoryStore::builder("postgres://h/db?table=t&tabel=x").unwrap_err();
         assert_eq!(err.to_string(), "invalid url: has an unknown parameter `tabel`");
         // The libpq parameters the store does not support, and old names.
-        for name in ["sslnegotiation", "sslpassword", "sslcrl", "gssencmode", "delete_batch_size"]
-        {
+        for name in ["sslnegotiation", "sslpassword", "sslcrl", "gssencmode", "delete_batch_size"] {
             let err =
                 PostgresMemoryStore::builder(&format!("postgres://h/db?{name}=x")).unwrap_err();
             assert_eq!(err.to_string(), format!("invalid url: has an unknown parameter `{name}`"));
@@ -774,13 +772,17 @@ mod tests {
             let b = builder(&format!("postgres://h/db?sslmode={mode}"));
             assert_eq!(b.tls.mode.map(SslMode::as_str), Some(mode));
         }
-        assert_eq!(builder("postgres://h/db?sslrootcert=system").tls.root_cert, Some(RootCert::System));
+        assert_eq!(
+            builder("postgres://h/db?sslrootcert=system").tls.root_cert,
+            Some(RootCert::System)
+        );
 
         // The default is prefer; with no root certificate it only encrypts.
         let store = builder("postgres://h/db").build().unwrap();
         assert_eq!(store.tls.mode, SslMode::Prefer);
         assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Prefer);
-        let store = builder("postgres://h/db?sslmode=verify-ca&sslrootcert=/x").ssl_mode(SslMode::Disable);
+        let store =
+            builder("postgres://h/db?sslmode=verify-ca&sslrootcert=/x").ssl_mode(SslMode::Disable);
         let store = store.build().expect("disable reads no file");
         assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
 

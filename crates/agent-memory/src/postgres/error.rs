@@ -31,13 +31,14 @@ fn tls_failure(err: &deadpool_postgres::PoolError) -> Option<&'static str> {
     }
     let deadpool_postgres::PoolError::Backend(driver) = err else { return None };
     // tokio-postgres reports its own TLS-stage failures (the server refusing TLS, no host name
-    // to check) with this fixed text and no typed cause; the tests pin it.
-    let text = driver.to_string();
-    if text.contains("server does not support TLS") {
-        Some("TLS: the server does not accept TLS connections, and sslmode requires them")
-    } else if text.starts_with("error performing TLS handshake") {
-        Some("TLS: the handshake with the server failed")
-    } else {
-        None
+    // to check) with a fixed text and an untyped cause; tests/postgres_tls.rs pins both.
+    if driver.to_string() != "error performing TLS handshake" {
+        return None;
     }
+    let cause = std::error::Error::source(driver).map(ToString::to_string);
+    Some(if cause.as_deref() == Some("server does not support TLS") {
+        "TLS: the server does not accept TLS connections, and sslmode requires them"
+    } else {
+        "TLS: the handshake with the server failed"
+    })
 }

@@ -73,7 +73,9 @@ impl Connect for Connector {
         let config = config.clone();
         Box::pin(async move {
             let (client, connection) = match config.connect(self.tls.clone()).await {
-                Err(err) if self.fall_back_to_plain && crate::tls::describe_failure(&err).is_some() => {
+                Err(err)
+                    if self.fall_back_to_plain && crate::tls::describe_failure(&err).is_some() =>
+                {
                     tracing::warn!(
                         "the TLS handshake with PostgreSQL failed under sslmode=prefer; \
                          connecting without TLS, as libpq does (sslmode=require or stricter \
@@ -228,8 +230,7 @@ impl Conn {
             let result = self.object()?.execute(&prepared, params).await;
             return self.check(result, "the statement failed");
         }
-        let stream =
-            self.object()?.query_typed_raw(&statement.sql, typed(statement, params)).await;
+        let stream = self.object()?.query_typed_raw(&statement.sql, typed(statement, params)).await;
         let mut stream = pin!(self.check(stream, "the statement failed")?);
         while let Some(row) = stream.next().await {
             self.check(row, "the statement failed")?;

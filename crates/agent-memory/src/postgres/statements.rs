@@ -110,8 +110,9 @@ impl Statements {
             // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
             // Returns the matches among the next $6 keys, plus the last key inspected (flagged
             // by `hit = false` when it does not match) so the caller can continue after it.
-            search: Statement::new(format!(
-                "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
+            search: Statement::new(
+                format!(
+                    "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
                    SELECT w.*, \
                      count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
                        AS hit_rank, \
@@ -124,7 +125,9 @@ impl Statements {
                  ) x \
                  WHERE (hit AND hit_rank <= $7) OR position = scanned \
                  ORDER BY key"
-            ), &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8]),
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8],
+            ),
             delete: Statement::new(
                 format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
                 &[TEXT, TEXT, TEXT, TEXT],
@@ -142,8 +145,9 @@ impl Statements {
             ),
             // $3 batch size, $4 batch size + 1. Deletes one batch and reports whether the
             // snapshot held more rows than the batch.
-            delete_user_batch: Statement::new(format!(
-                "WITH picked AS ( \
+            delete_user_batch: Statement::new(
+                format!(
+                    "WITH picked AS ( \
                    SELECT namespace, key FROM {t} WHERE app = $1 AND user_id = $2 \
                    ORDER BY namespace, key LIMIT $4 \
                  ), batch AS ( \
@@ -154,13 +158,16 @@ impl Statements {
                    RETURNING 1 \
                  ) \
                  SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM picked) > $3"
-            ), &[TEXT, TEXT, INT8, INT8]),
+                ),
+                &[TEXT, TEXT, INT8, INT8],
+            ),
             // A loose index scan: one index probe per namespace, whatever the record count.
             namespaces_first: namespaces(&t, ">="),
             namespaces_after: namespaces(&t, ">"),
             // $4 after, $5 keys to inspect, $6 = $5 + 1.
-            purge: Statement::new(format!(
-                "WITH window_keys AS ( \
+            purge: Statement::new(
+                format!(
+                    "WITH window_keys AS ( \
                    SELECT key, expires_at <= now() AS expired FROM {t} \
                    WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
                  ), inspected AS ( \
@@ -173,7 +180,9 @@ impl Statements {
                  ) \
                  SELECT (SELECT count(*) FROM gone), (SELECT max(key) FROM inspected), \
                         (SELECT count(*) FROM window_keys) > $5"
-            ), &[TEXT, TEXT, TEXT, TEXT, INT8, INT8]),
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, INT8, INT8],
+            ),
         }
     }
 

@@ -178,18 +178,19 @@ pub(crate) fn resolve(settings: &TlsSettings) -> Result<Tls> {
     };
     // libpq checks the chain in every mode once it has a root certificate, and the host name in
     // verify-full only.
-    let (verification, checks) = match (mode, roots) {
-        (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
-            return Err(MemoryError::invalid(
+    let (verification, checks) =
+        match (mode, roots) {
+            (SslMode::VerifyCa | SslMode::VerifyFull, None) => return Err(MemoryError::invalid(
                 "sslmode",
                 "verify-ca and verify-full need a root certificate: set sslrootcert to a CA file, \
                  or to system for the system's trusted authorities",
-            ))
-        }
-        (SslMode::VerifyFull, Some(roots)) => (Verification::Full(Arc::new(roots)), "chain and host name"),
-        (_, Some(roots)) => (Verification::Chain(Arc::new(roots)), "chain"),
-        (_, None) => (Verification::EncryptOnly, "none (encryption only)"),
-    };
+            )),
+            (SslMode::VerifyFull, Some(roots)) => {
+                (Verification::Full(Arc::new(roots)), "chain and host name")
+            }
+            (_, Some(roots)) => (Verification::Chain(Arc::new(roots)), "chain"),
+            (_, None) => (Verification::EncryptOnly, "none (encryption only)"),
+        };
     let client = client_auth(settings)?;
     let client_cert = client.is_some();
     Ok(Tls { mode, checks, client_cert, connector: connector(&verification, client)? })
@@ -199,7 +200,8 @@ fn file_roots(path: &Path) -> Result<rustls::RootCertStore> {
     tls::roots_from_pem("sslrootcert", &tls::read("sslrootcert", path)?)
 }
 
-type ClientAuth = (Vec<rustls::pki_types::CertificateDer<'static>>, rustls::pki_types::PrivateKeyDer<'static>);
+type ClientAuth =
+    (Vec<rustls::pki_types::CertificateDer<'static>>, rustls::pki_types::PrivateKeyDer<'static>);
 
 /// The client certificate and key: the ones named, or libpq's default files when the
 /// certificate file exists.

@@ -86,7 +86,10 @@ impl TlsFiles {
         let client_tls = match (&self.cert, &self.key) {
             (None, None) => None,
             (Some(_), None) => {
-                return Err(MemoryError::invalid("key", "is needed with cert: the client certificate has no private key"))
+                return Err(MemoryError::invalid(
+                    "key",
+                    "is needed with cert: the client certificate has no private key",
+                ))
             }
             (None, Some(_)) => return Err(MemoryError::invalid("cert", "is needed with key")),
             (Some(cert), Some(key)) => {

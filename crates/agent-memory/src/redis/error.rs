@@ -24,7 +24,10 @@ fn describe(what: &'static str, err: &RedisError) -> &'static str {
     const CONNECTION: &str =
         "lost or could not open the connection to Redis; a write may have committed";
     // A refused certificate or handshake says more than "could not connect".
-    if let Some(tls) = crate::tls::describe_failure(err) {
+    // The cluster client reports its first connections' failures as text only.
+    if let Some(tls) = crate::tls::describe_failure(err)
+        .or_else(|| crate::tls::describe_failure_text(&err.to_string()))
+    {
         return tls;
     }
     match err.kind() {

@@ -15,6 +15,7 @@ use redis::Value;
 
 pub use config::RedisMemoryStoreBuilder;
 pub use durability::DurabilityReport;
+pub use scripts::ACL_RULES;
 
 use self::codec::{
     count, decode_head, decode_record, encode_source, encode_tail, int, lower_bound, opt_text,

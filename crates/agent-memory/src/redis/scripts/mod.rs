@@ -55,3 +55,20 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     namespaces: Script::new(include_str!("namespaces.lua")),
     purge: Script::new(include_str!("purge.lua")),
 });
+
+/// The ACL rules a Redis user needs for this provider and no more: its keys only (`~am:*`, the
+/// prefix of every key it writes), no Pub/Sub channels, and only the commands the store sends
+/// (`EVALSHA`, `SCRIPT LOAD`, `INFO`, `CLUSTER SLOTS` on a cluster, connection setup) and its
+/// scripts call. Create the user with
+/// `ACL SETUSER agent-memory on >PASSWORD ` followed by these rules.
+///
+/// `CONFIG GET` is left out on purpose: it reads every setting, passwords included. Without
+/// it `start()` cannot verify the append-only file's fsync setting and says so (see
+/// [`DurabilityReport::is_verified`](super::DurabilityReport::is_verified)). `CLIENT SETINFO`
+/// is not needed either: the driver sends it but ignores a refusal.
+///
+/// The test `tests/redis_restricted.rs` runs the whole conformance suite as a user with exactly
+/// these rules, so a script that starts calling another command fails there first.
+pub const ACL_RULES: &str = "resetkeys ~am:* resetchannels -@all \
+    +evalsha +script|load +info +ping +hello +auth +select +cluster|slots \
+    +get +set +getrange +exists +del +time +zadd +zrem +zrange +zrangebylex +zremrangebyrank";
