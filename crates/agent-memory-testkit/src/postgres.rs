@@ -32,6 +32,10 @@ pub const URL_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_URL";
 /// search under `/usr/lib/postgresql`.
 pub const BIN_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_BIN";
 
+/// The role of [`PostgresServer::start_tls`] servers that must log in over TLS with a password
+/// (SCRAM), as on managed services; the role itself is not created.
+pub const PASSWORD_ROLE: &str = "agent_memory_password";
+
 /// Seconds `pg_ctl` waits for a start or stop.
 const PG_CTL_WAIT_SECS: &str = "60";
 
@@ -146,7 +150,9 @@ impl PostgresServer {
     /// [`shared_certs`] server certificate, for `localhost` and `127.0.0.1`, and the test CA as
     /// `ssl_ca_file`, so it can check client certificates. Every role may connect over loopback
     /// with or without TLS (trust), except [`CLIENT_NAME`], which must connect over TLS with a
-    /// client certificate for its name (`hostssl … cert`). The role itself is not created.
+    /// client certificate for its name (`hostssl … cert`), and [`PASSWORD_ROLE`], which must
+    /// connect over TLS with a SCRAM password (`hostssl … scram-sha-256`). The roles themselves
+    /// are not created.
     ///
     /// # Panics
     /// As [`start`](Self::start).
@@ -235,6 +241,8 @@ impl PostgresServer {
             "local all all trust\n\
              hostssl all {CLIENT_NAME} 127.0.0.1/32 cert\n\
              host all {CLIENT_NAME} 127.0.0.1/32 reject\n\
+             hostssl all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n\
+             host all {PASSWORD_ROLE} 127.0.0.1/32 reject\n\
              host all all 127.0.0.1/32 trust\n\
              host all all ::1/128 trust\n"
         );

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agent_memory::conformance::Fixture;
 use agent_memory::postgres::SslMode;
 use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, PostgresMemoryStore};
-use agent_memory_testkit::postgres::{shared_tls_server, shared_url};
+use agent_memory_testkit::postgres::{shared_tls_server, shared_url, PASSWORD_ROLE};
 use agent_memory_testkit::tls::{shared_certs, CLIENT_NAME};
 use tokio_postgres::NoTls;
 
@@ -273,5 +273,35 @@ async fn no_password_shows_in_errors_or_debug_output_of_a_tls_store() {
     let store = PostgresMemoryStore::from_url(&url).unwrap();
     assert!(!format!("{store:?}").contains(password));
     let err = store.start().await.unwrap_err();
+    assert!(!chain(&err).contains(password), "{}", chain(&err));
+}
+
+#[tokio::test]
+async fn a_console_url_with_a_password_and_channel_binding_works_unchanged() {
+    // The shape Neon's console gives: a password role, sslmode=require and
+    // channel_binding=require (SCRAM bound to the TLS certificate), against a server that
+    // requires SCRAM over TLS for that role.
+    let password = "console-Zq8-password";
+    admin()
+        .await
+        .batch_execute(&format!(
+            "DO $$ BEGIN CREATE ROLE {PASSWORD_ROLE} LOGIN SUPERUSER; \
+             EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             SET password_encryption = 'scram-sha-256'; \
+             ALTER ROLE {PASSWORD_ROLE} PASSWORD '{password}'"
+        ))
+        .await
+        .expect("create the password role");
+    let url = format!(
+        "postgresql://{PASSWORD_ROLE}:{password}@localhost:{}/postgres?sslmode=require\
+         &channel_binding=require&table={}",
+        shared_tls_server().port(),
+        unique("console")
+    );
+    assert!(round_trip_encrypted(&url).await.unwrap_or_else(|err| panic!("{}", chain(&err))));
+    // Without TLS the server refuses the role, and channel binding cannot be had anyway.
+    let plain = url.replace("sslmode=require", "sslmode=disable");
+    let err = start_error(&plain).await;
+    assert!(err.is_storage());
     assert!(!chain(&err).contains(password), "{}", chain(&err));
 }

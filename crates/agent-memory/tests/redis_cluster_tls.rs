@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
+use agent_memory::redis::ACL_RULES;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::shared_tls_cluster;
 use agent_memory_testkit::tls::shared_certs;
@@ -71,4 +72,37 @@ async fn an_unknown_ca_is_refused_as_tls_on_a_cluster() {
         source = inner.source();
     }
     assert!(err.to_string().contains("TLS:"), "{chain}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_least_privilege_acl_user_works_on_a_tls_cluster_from_one_seed() {
+    // The shape of a managed cluster (ElastiCache with cluster mode and in-transit encryption):
+    // one configuration endpoint as the seed, an ACL user with the documented rules on every
+    // node (ACL users are per node in Redis Cluster).
+    let (user, password) = ("agent-memory", "cluster-Zq8-secret");
+    for node in shared_tls_cluster().nodes() {
+        let mut setuser = vec!["ACL", "SETUSER", user, "on"];
+        let secret = format!(">{password}");
+        setuser.push(&secret);
+        setuser.extend(ACL_RULES.split_whitespace());
+        assert_eq!(node.cli(&setuser), "OK");
+    }
+    let url = tls_url(1).replacen(
+        "rediss+cluster://",
+        &format!("rediss+cluster://{user}:{password}@"),
+        1,
+    );
+    let store = RedisMemoryStore::from_url(&url).unwrap();
+    store.start().await.unwrap();
+    // The test cluster runs without the append-only file, which INFO alone shows: the report
+    // needs no CONFIG GET to say so.
+    let report = store.durability().unwrap();
+    assert!(report.is_verified() && !report.is_durable(), "{report:?}");
+    let app = format!("redis-cluster-acl-{}", uuid::Uuid::new_v4().simple());
+    for i in 0..16 {
+        let scope = MemoryScope::new(&app, format!("user-{i}")).unwrap();
+        store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
+        assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
+        assert_eq!(store.delete_user(&app, scope.user_id()).await.unwrap(), 1);
+    }
 }

@@ -237,10 +237,46 @@ impl PostgresMemoryStoreBuilder {
         }
         let tls = tls::resolve(&self.tls)?;
         let mut config = self.config;
-        config.ssl_mode(tls.driver_mode());
+        let mode = tls_mode_for_hosts(&mut config, &tls)?;
+        config.ssl_mode(mode);
         let names = Names { schema: self.schema, table: self.table };
         Ok(PostgresMemoryStore::new(config, self.options, tls, names))
     }
+}
+
+/// The driver's `sslmode` for the servers `config` names, with libpq's two host rules the
+/// driver lacks:
+///
+/// - libpq never uses TLS on Unix sockets (the server does not offer it there), whatever the
+///   mode; so a list of socket directories only connects without TLS;
+/// - with `hostaddr` and no `host`, libpq encrypts without a name to check (and refuses
+///   `verify-full`, which needs one); the driver needs a name for any handshake, so each
+///   address stands in as its own host name, which only `verify-full` would check.
+fn tls_mode_for_hosts(
+    config: &mut tokio_postgres::Config,
+    tls: &tls::Tls,
+) -> Result<tokio_postgres::config::SslMode> {
+    #[cfg(unix)]
+    if !config.get_hosts().is_empty()
+        && config.get_hosts().iter().all(|host| matches!(host, Host::Unix(_)))
+    {
+        return Ok(tokio_postgres::config::SslMode::Disable);
+    }
+    if config.get_hosts().is_empty() && !config.get_hostaddrs().is_empty() {
+        if tls.mode == SslMode::VerifyFull {
+            return Err(MemoryError::invalid(
+                "sslmode",
+                "verify-full needs a host name to check (host), not only hostaddr, as in libpq",
+            ));
+        }
+        if tls.mode != SslMode::Disable {
+            let addrs: Vec<IpAddr> = config.get_hostaddrs().to_vec();
+            for addr in addrs {
+                config.host(addr.to_string());
+            }
+        }
+    }
+    Ok(tls.driver_mode())
 }
 
 impl fmt::Debug for PostgresMemoryStoreBuilder {
@@ -801,6 +837,14 @@ mod tests {
             assert_eq!(field(&err), field_name, "{url}: {err}");
             assert!(!err.to_string().contains("nonexistent"), "{err}");
         }
+        // libpq's host rules: no TLS on Unix sockets; hostaddr alone gives no name to verify.
+        let store = builder("postgres:///db?host=/run/postgresql&sslmode=require").build().unwrap();
+        assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+        let store = builder("postgres:///db?hostaddr=10.0.0.1&sslmode=require").build().unwrap();
+        assert_eq!(store.config.get_hosts(), tcp(&["10.0.0.1"]));
+        let err =
+            builder("postgres:///db?hostaddr=10.0.0.1&sslmode=verify-full&sslrootcert=system");
+        assert_eq!(field(&err.build().unwrap_err()), "sslmode");
         // Builder methods set the same things.
         let b = builder("postgres://h/db")
             .ssl_mode(SslMode::Require)

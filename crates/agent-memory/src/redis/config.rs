@@ -320,6 +320,9 @@ fn settings(url: &ConnectionUrl, db: i64) -> RedisConnectionInfo {
 /// | [`erase_batch_size`](Self::erase_batch_size) | `erase_batch_size=N` | 500 | at least 1 |
 /// | [`list_scan_limit`](Self::list_scan_limit) | `list_scan_limit=N` | 1,000 | at least 101 |
 /// | [`search_scan_limit`](Self::search_scan_limit) | `search_scan_limit=N` | 500 | at least 1 |
+/// | [`tls_ca_cert`](Self::tls_ca_cert) | `cacert=PATH` | the system's CAs | `rediss` only |
+/// | [`tls_cert`](Self::tls_cert), [`tls_key`](Self::tls_key) | `cert=PATH`, `key=PATH` | none | `rediss` only, both or neither |
+/// | [`tls_insecure`](Self::tls_insecure) | `insecure=true` | `false` | `rediss` only |
 ///
 /// A value out of range makes [`build`](Self::build) fail with
 /// [`Invalid`](MemoryError::Invalid) naming the option. `Debug` shows the nodes, the database

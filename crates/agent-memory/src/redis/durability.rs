@@ -12,6 +12,11 @@ use redis::Value;
 /// file is written before the reply is sent); a crash of the whole machine can lose about the
 /// last second. Replication is asynchronous, so a failover can also lose the last writes a
 /// master acknowledged; that is a property of Redis replication this check cannot see.
+///
+/// A setting that could not be read (`CONFIG GET` renamed or denied, as on many managed
+/// services, or an `INFO` without the persistence section) is a problem of its own kind: the
+/// report is then not [verified](Self::is_verified), and not durable either, since nothing
+/// confirmed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DurabilityReport {
     nodes: usize,

@@ -62,7 +62,8 @@ impl fmt::Debug for RedisMemoryStore {
 }
 
 impl RedisMemoryStore {
-    /// A store for `url` (`redis://…` or `redis+cluster://…`, options as URL parameters).
+    /// A store for `url` (`redis://…`, `redis+cluster://…`, or either over TLS as `rediss`;
+    /// options as URL parameters).
     ///
     /// # Errors
     /// As [`builder`](Self::builder) and [`RedisMemoryStoreBuilder::build`].
@@ -70,13 +71,14 @@ impl RedisMemoryStore {
         Self::builder(url)?.build()
     }
 
-    /// A builder for `url` (`redis://…` or `redis+cluster://…`): the URL and its parameters are
-    /// read now, the builder's methods set options on top.
+    /// A builder for `url` (`redis://…`, `redis+cluster://…`, `rediss://…` or
+    /// `rediss+cluster://…`): the URL and its parameters are read now, the builder's methods
+    /// set options on top.
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` for a URL that is not one of the forms in
-    /// the [module docs](self), that asks for TLS, or that has a parameter this provider does
-    /// not know (named in the message) or cannot read. The message never repeats the URL.
+    /// the [module docs](self), or that has a parameter this provider does not know (named in
+    /// the message) or cannot read. The message never repeats the URL.
     pub fn builder(url: &str) -> Result<RedisMemoryStoreBuilder> {
         RedisMemoryStoreBuilder::from_url(url)
     }

@@ -72,3 +72,16 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 pub const ACL_RULES: &str = "resetkeys ~am:* resetchannels -@all \
     +evalsha +script|load +info +ping +hello +auth +select +cluster|slots \
     +get +set +getrange +exists +del +time +zadd +zrem +zrange +zrangebylex +zremrangebyrank";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guide_shows_the_acl_rules_as_they_are() {
+        let guide = include_str!("../docs.md");
+        let line = guide.lines().find(|line| line.starts_with("ACL SETUSER")).expect("a line");
+        let shown = line.split_once(">PASSWORD ").expect("the password placeholder").1;
+        assert_eq!(shown, ACL_RULES.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+}
