@@ -283,7 +283,15 @@ fn node_info(
     let info = address(transport, node)?
         .into_connection_info()
         .map_err(|_| MemoryError::invalid("url", "is not a valid Redis URL"))?;
-    Ok(info.set_redis_settings(settings.clone()))
+    Ok(info.set_redis_settings(settings.clone()).set_tcp_settings(tcp_settings()))
+}
+
+/// The socket settings of every connection: `TCP_NODELAY`, as hiredis and redis-py set it
+/// (redis-rs does not by default). Calls are small writes of a request/response protocol; with
+/// Nagle's algorithm one waits for the acknowledgement of the previous, which only adds
+/// latency (TLS records make such writes more frequent).
+pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
+    redis::io::tcp::TcpSettings::default().set_nodelay(true)
 }
 
 /// The database number of a single-server URL's path: `/N`, or 0 when there is none.
