@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::target::{pg_admin_url, redis_admin_url, redis_parts};
+use crate::target::{pg_admin_url, redis_admin_url, redis_parts, redis_tls_files, RedisTlsFiles};
 use crate::workload::{self, Phase};
 
 /// The table and the scripts, as shipped in `ceilings/`.
@@ -480,8 +480,29 @@ fn redis_err(what: &str) -> impl Fn(redis::RedisError) -> Error + '_ {
 /// # Errors
 /// When the server cannot be reached.
 pub async fn redis_connect(url: &str) -> Result<redis::aio::MultiplexedConnection, Error> {
-    let client = redis::Client::open(redis_admin_url(url)?.as_str())
-        .map_err(redis_err("parsing the redis url"))?;
+    let admin = redis_admin_url(url)?;
+    let files = redis_tls_files(url)?;
+    let client = if files == RedisTlsFiles::default() {
+        redis::Client::open(admin.as_str()).map_err(redis_err("parsing the redis url"))?
+    } else {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let read = |path: &Option<String>| -> Result<Option<Vec<u8>>, Error> {
+            path.as_ref()
+                .map(|p| std::fs::read(p).map_err(|err| format!("reading {p}: {err}")))
+                .transpose()
+        };
+        let client_tls = match (read(&files.cert)?, read(&files.key)?) {
+            (Some(client_cert), Some(client_key)) => {
+                Some(redis::ClientTlsConfig { client_cert, client_key })
+            }
+            _ => None,
+        };
+        let certs = redis::TlsCertificates { client_tls, root_cert: read(&files.cacert)? };
+        redis::Client::build_with_tls(admin.as_str(), certs)
+            .map_err(redis_err("parsing the redis url"))?
+    };
     client.get_multiplexed_async_connection().await.map_err(redis_err("connecting to redis"))
 }
 

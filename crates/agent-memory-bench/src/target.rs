@@ -80,6 +80,36 @@ pub fn redis_admin_url(url: &str) -> Result<String, String> {
     without_query(url, &["redis", "rediss"]).map(String::from)
 }
 
+/// The TLS files a `rediss` store URL names (`cacert`, `cert`, `key`), for the setup
+/// connection, which must trust the same CA and show the same client certificate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisTlsFiles {
+    /// `cacert`.
+    pub cacert: Option<String>,
+    /// `cert`.
+    pub cert: Option<String>,
+    /// `key`.
+    pub key: Option<String>,
+}
+
+/// The TLS files of a Redis store URL's query.
+///
+/// # Errors
+/// When the URL does not parse.
+pub fn redis_tls_files(url: &str) -> Result<RedisTlsFiles, String> {
+    let parsed = Url::parse(url).map_err(|err| format!("store url does not parse: {err}"))?;
+    let mut files = RedisTlsFiles::default();
+    for (name, value) in parsed.query_pairs() {
+        match name.as_ref() {
+            "cacert" => files.cacert = Some(value.into_owned()),
+            "cert" => files.cert = Some(value.into_owned()),
+            "key" => files.key = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    Ok(files)
+}
+
 /// A Redis URL's parts, for redis-benchmark's flags.
 #[derive(Debug, Clone)]
 pub struct RedisParts {
@@ -139,6 +169,20 @@ mod tests {
         assert_eq!(provider_of("postgresql://h/db"), Ok("postgres"));
         assert_eq!(provider_of("redis://h:6390"), Ok("redis"));
         assert!(provider_of("ftp://x").is_err());
+    }
+
+    #[test]
+    fn reads_the_tls_files_of_a_rediss_url() {
+        let files = redis_tls_files("rediss://h:1?cacert=/ca.pem&cert=/c.pem&key=/k.pem&x=1");
+        assert_eq!(
+            files.unwrap(),
+            RedisTlsFiles {
+                cacert: Some("/ca.pem".into()),
+                cert: Some("/c.pem".into()),
+                key: Some("/k.pem".into())
+            }
+        );
+        assert_eq!(redis_tls_files("redis://h:1").unwrap(), RedisTlsFiles::default());
     }
 
     #[test]

@@ -707,3 +707,46 @@ fn export_from_sqlite_imports_into_postgres() {
     let hits = stdout_json(fx.on(&target, "u1").args(["search", "short", "--json"]));
     assert_eq!(keys(&hits), vec!["tone"]);
 }
+
+/// The CLI takes the same TLS URLs as the library: PostgreSQL with `sslmode=verify-full` and a
+/// CA file, Redis over `rediss://` with a client certificate, both on real TLS servers from the
+/// test kit.
+#[test]
+fn tls_store_urls_work_from_the_command_line() {
+    let fx = Fixture::new();
+    let certs = agent_memory_testkit::tls::shared_certs();
+    let postgres = format!(
+        "postgres://postgres@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}&table=cli_tls_{}",
+        agent_memory_testkit::postgres::shared_tls_server().port(),
+        certs.ca().display(),
+        std::process::id()
+    );
+    let redis_server = agent_memory_testkit::redis::shared_tls_server();
+    let redis = format!(
+        "rediss://localhost:{}?{}",
+        redis_server.port(),
+        redis_server.tls_files().expect("a TLS server").url_params()
+    );
+    for store in [postgres, redis] {
+        let user = format!("tls-{}", std::process::id());
+        let put = fx.on(&store, &user).args(["put", "k", "over TLS"]).output().unwrap();
+        assert_eq!(put.status.code(), Some(OK), "{}", String::from_utf8_lossy(&put.stderr));
+        fx.on(&store, &user)
+            .args(["get", "k"])
+            .assert()
+            .code(OK)
+            .stdout(predicate::str::contains("over TLS"));
+        fx.on(&store, &user).args(["delete-user", "--yes"]).assert().code(OK);
+    }
+    // A TLS failure is one clear line on stderr, naming TLS and no secret.
+    let wrong = format!(
+        "postgres://postgres:hunter2@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        agent_memory_testkit::postgres::shared_tls_server().port(),
+        certs.other_ca().display()
+    );
+    let out = fx.on(&wrong, "u1").args(["get", "k"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(OK));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TLS:"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -4,6 +4,8 @@
 //!   lazily for the whole test process (a fresh cluster, so a fresh database per process).
 //! - [`PostgresServer`]: an owned server in its own temporary directory, for tests that
 //!   restart or stop it; stopped when dropped.
+//! - [`shared_tls_server`]: one server per test process that also accepts TLS
+//!   ([`PostgresServer::start_tls`]), with the throwaway certificates of [`crate::tls`].
 //!
 //! Servers run from the highest version under `/usr/lib/postgresql/*/bin` (what `scripts/test`
 //! installs), or from the directory in `AGENT_MEMORY_TEST_POSTGRES_BIN`. PostgreSQL refuses to
@@ -20,6 +22,7 @@ use std::sync::OnceLock;
 
 use tempfile::TempDir;
 
+use crate::tls::{shared_certs, CLIENT_NAME};
 use crate::util::{free_port, sh_quote, Needs, Watchdog};
 
 /// The environment variable naming an existing PostgreSQL server for the tests
@@ -28,6 +31,10 @@ pub const URL_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_URL";
 /// The environment variable naming a directory holding `initdb` and `pg_ctl`, overriding the
 /// search under `/usr/lib/postgresql`.
 pub const BIN_ENV: &str = "AGENT_MEMORY_TEST_POSTGRES_BIN";
+
+/// The role of [`PostgresServer::start_tls`] servers that must log in over TLS with a password
+/// (SCRAM), as on managed services; the role itself is not created.
+pub const PASSWORD_ROLE: &str = "agent_memory_password";
 
 /// Seconds `pg_ctl` waits for a start or stop.
 const PG_CTL_WAIT_SECS: &str = "60";
@@ -48,6 +55,17 @@ pub fn shared_url() -> String {
     }
     static SHARED: OnceLock<PostgresServer> = OnceLock::new();
     SHARED.get_or_init(PostgresServer::start).url()
+}
+
+/// The server every TLS test in this process may share ([`PostgresServer::start_tls`]), started
+/// on first use. There is no variable naming an existing one: the tests need the certificates
+/// it was started with.
+///
+/// # Panics
+/// When no server can be started.
+pub fn shared_tls_server() -> &'static PostgresServer {
+    static SHARED: OnceLock<PostgresServer> = OnceLock::new();
+    SHARED.get_or_init(PostgresServer::start_tls)
 }
 
 /// What the fixtures need; [`Needs::fail`] names it when a server cannot start.
@@ -125,6 +143,27 @@ impl PostgresServer {
     /// # Panics
     /// As [`start`](Self::start).
     pub fn start_with(settings: &[&str]) -> Self {
+        Self::start_configured(settings, false)
+    }
+
+    /// A fast server (as [`start`](Self::start)) that also accepts TLS: `ssl=on` with the
+    /// [`shared_certs`] server certificate, for `localhost` and `127.0.0.1`, and the test CA as
+    /// `ssl_ca_file`, so it can check client certificates. Every role may connect over loopback
+    /// with or without TLS (trust), except [`CLIENT_NAME`], which must connect over TLS with a
+    /// client certificate for its name (`hostssl … cert`), and [`PASSWORD_ROLE`], which must
+    /// connect over TLS with a SCRAM password (`hostssl … scram-sha-256`). The roles themselves
+    /// are not created.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_tls() -> Self {
+        Self::start_configured(
+            &["fsync=off", "synchronous_commit=off", "full_page_writes=off"],
+            true,
+        )
+    }
+
+    fn start_configured(settings: &[&str], tls: bool) -> Self {
         let bin = bin_dir();
         let as_postgres = running_as_root();
         let dir = tempfile::Builder::new()
@@ -176,6 +215,9 @@ impl PostgresServer {
         if !out.status.success() {
             NEEDS.fail(&format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
+        if tls {
+            server.enable_tls();
+        }
         server.watchdog = Some(server.spawn_watchdog());
         // A port found free can be taken before the server binds it: try a few.
         let mut last_error = String::new();
@@ -187,6 +229,40 @@ impl PostgresServer {
             }
         }
         NEEDS.fail(&format!("the server did not start: {last_error}"))
+    }
+
+    /// Puts the certificates in the data directory (owned by the server's user, the key
+    /// `0600` as PostgreSQL demands), turns TLS on, and writes the `pg_hba.conf` described at
+    /// [`start_tls`](Self::start_tls).
+    fn enable_tls(&mut self) {
+        let data = self.data_dir();
+        shared_certs().copy_server_files(&data);
+        let hba = format!(
+            "local all all trust\n\
+             hostssl all {CLIENT_NAME} 127.0.0.1/32 cert\n\
+             host all {CLIENT_NAME} 127.0.0.1/32 reject\n\
+             hostssl all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n\
+             host all {PASSWORD_ROLE} 127.0.0.1/32 reject\n\
+             host all all 127.0.0.1/32 trust\n\
+             host all all ::1/128 trust\n"
+        );
+        std::fs::write(data.join("pg_hba.conf"), hba)
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot write pg_hba.conf: {e}")));
+        if self.as_postgres {
+            let out = Command::new("chown")
+                .args(["postgres:", "ca.crt", "server.crt", "server.key", "pg_hba.conf"])
+                .current_dir(&data)
+                .output()
+                .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run chown: {e}")));
+            if !out.status.success() {
+                NEEDS.fail("cannot hand the certificates to the postgres user");
+            }
+        }
+        for setting in
+            ["ssl=on", "ssl_cert_file=server.crt", "ssl_key_file=server.key", "ssl_ca_file=ca.crt"]
+        {
+            self.settings.push(setting.to_owned());
+        }
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/postgres` (trust authentication, no password).

@@ -6,6 +6,9 @@
 //!   cluster started lazily for the whole test process.
 //! - [`RedisServer`] and [`RedisCluster`]: owned servers, each in its own temporary directory,
 //!   stopped when dropped.
+//! - [`shared_tls_server`] and [`shared_tls_cluster`]: a TLS-only server and cluster
+//!   ([`RedisServer::start_tls`], [`RedisCluster::start_tls`]) with the throwaway certificates of
+//!   [`crate::tls`], which require a client certificate.
 //!
 //! Every server is started from the `redis-server` binary on `PATH` (`redis-cli` too, for the
 //! cluster), with a watchdog shell process that kills it once the test process is gone, so no
@@ -15,7 +18,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::thread::sleep;
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::tls::{shared_certs, UNNAMED_ADDRESS};
 use crate::util::{free_port, Needs, Watchdog};
 
 /// The environment variable naming an existing Redis server for the tests.
@@ -63,6 +67,26 @@ pub fn shared_cluster_url() -> String {
     }
     static SHARED: OnceLock<RedisCluster> = OnceLock::new();
     SHARED.get_or_init(RedisCluster::start).url()
+}
+
+/// A TLS-only Redis server every TLS test in this process may share, requiring client
+/// certificates ([`RedisServer::start_tls`] with `--tls-auth-clients yes`); started on first use.
+///
+/// # Panics
+/// When no server can be started.
+pub fn shared_tls_server() -> &'static RedisServer {
+    static SHARED: OnceLock<RedisServer> = OnceLock::new();
+    SHARED.get_or_init(|| RedisServer::start_tls(&["--tls-auth-clients", "yes"]))
+}
+
+/// A three-master TLS-only cluster every TLS test in this process may share
+/// ([`RedisCluster::start_tls`]); started on first use.
+///
+/// # Panics
+/// When no cluster can be started.
+pub fn shared_tls_cluster() -> &'static RedisCluster {
+    static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+    SHARED.get_or_init(RedisCluster::start_tls)
 }
 
 fn env_url(name: &str) -> Option<String> {
@@ -107,6 +131,8 @@ fn inline_command(port: u16, commands: &str, until: &str) -> Option<String> {
 pub struct RedisServer {
     port: u16,
     args: Vec<String>,
+    /// The client's files for a TLS server: CA, certificate, key.
+    tls: Option<ClientFiles>,
     dir: TempDir,
     process: Option<Child>,
     watchdog: Option<Watchdog>,
@@ -126,6 +152,37 @@ impl RedisServer {
     /// # Panics
     /// When `redis-server` is missing or does not start.
     pub fn start_with(args: &[&str]) -> Self {
+        Self::start_configured(args, None)
+    }
+
+    /// A TLS-only server (`--port 0 --tls-port PORT`, no persistence) with the [`shared_certs`]
+    /// server certificate and the test CA for client certificates, listening on `127.0.0.1`
+    /// and on [`UNNAMED_ADDRESS`], which the certificate does not name. `args` come after, so
+    /// `["--tls-auth-clients", "yes"]` makes client certificates required (the server's default
+    /// is to require them too; `no` and `optional` relax it).
+    ///
+    /// # Panics
+    /// When `redis-server` is missing, was built without TLS, or does not start.
+    pub fn start_tls(args: &[&str]) -> Self {
+        let certs = shared_certs();
+        let files =
+            ClientFiles { ca: certs.ca(), cert: certs.client_cert(), key: certs.client_key() };
+        let mut all: Vec<String> =
+            ["--save", "", "--appendonly", "no"].iter().map(|a| (*a).to_owned()).collect();
+        for (flag, path) in [
+            ("--tls-cert-file", certs.server_cert()),
+            ("--tls-key-file", certs.server_key()),
+            ("--tls-ca-cert-file", certs.ca()),
+        ] {
+            all.push(flag.to_owned());
+            all.push(path.to_string_lossy().into_owned());
+        }
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        Self::start_configured(&all, Some(files))
+    }
+
+    fn start_configured(args: &[&str], tls: Option<ClientFiles>) -> Self {
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         let mut last_error = String::new();
         // A port found free can be taken before the server binds it: try a few.
@@ -134,8 +191,14 @@ impl RedisServer {
                 tempfile::Builder::new().prefix("agent-memory-redis-").tempdir().unwrap_or_else(
                     |e| NEEDS.fail(&format!("cannot create a temporary directory: {e}")),
                 );
-            let mut server =
-                Self { port: free_port(), args: args.clone(), dir, process: None, watchdog: None };
+            let mut server = Self {
+                port: free_port(),
+                args: args.clone(),
+                tls: tls.clone(),
+                dir,
+                process: None,
+                watchdog: None,
+            };
             match server.spawn() {
                 Ok(()) => return server,
                 Err(e) => last_error = e,
@@ -144,12 +207,20 @@ impl RedisServer {
         NEEDS.fail(&last_error)
     }
 
-    /// `redis://127.0.0.1:PORT` (with the password, when `--requirepass` was given).
+    /// `redis://127.0.0.1:PORT` (with the password, when `--requirepass` was given);
+    /// `rediss://127.0.0.1:PORT` for a TLS server, without the certificate parameters (see
+    /// [`tls_files`](Self::tls_files)).
     pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
         match self.password() {
-            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
-            None => format!("redis://127.0.0.1:{}", self.port),
+            Some(password) => format!("{scheme}://:{password}@127.0.0.1:{}", self.port),
+            None => format!("{scheme}://127.0.0.1:{}", self.port),
         }
+    }
+
+    /// For a TLS server, the client's CA, certificate and key files.
+    pub fn tls_files(&self) -> Option<&ClientFiles> {
+        self.tls.as_ref()
     }
 
     /// The loopback port.
@@ -174,6 +245,9 @@ impl RedisServer {
     pub fn cli(&self, args: &[&str]) -> String {
         let mut command = Command::new("redis-cli");
         command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(files) = &self.tls {
+            command.args(files.cli_args());
+        }
         if let Some(password) = self.password() {
             command.env("REDISCLI_AUTH", password);
         }
@@ -228,9 +302,16 @@ impl RedisServer {
 
     fn spawn(&mut self) -> Result<(), String> {
         let log = self.dir.path().join("redis.log");
+        let port = self.port.to_string();
+        let listen: Vec<&str> = match self.tls {
+            None => vec!["--port", &port, "--bind", "127.0.0.1"],
+            Some(_) => {
+                vec!["--port", "0", "--tls-port", &port, "--bind", "127.0.0.1", UNNAMED_ADDRESS]
+            }
+        };
         let child = Command::new("redis-server")
             .current_dir(self.dir.path())
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(listen)
             .args(["--dir", &self.dir.path().to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy(), "--daemonize", "no"])
             .args(&self.args)
@@ -262,7 +343,14 @@ impl RedisServer {
                     ));
                 }
             }
-            if inline_command(self.port, &ping, "+PONG").is_some_and(|r| r.contains("+PONG")) {
+            let ready = match self.tls {
+                None => {
+                    inline_command(self.port, &ping, "+PONG").is_some_and(|r| r.contains("+PONG"))
+                }
+                // The inline probe speaks plain TCP; over TLS, redis-cli does the handshake.
+                Some(_) => self.cli(&["PING"]) == "PONG",
+            };
+            if ready {
                 return Ok(());
             }
             sleep(Duration::from_millis(25));
@@ -274,6 +362,39 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// The files a client of a TLS test server uses.
+#[derive(Debug, Clone)]
+pub struct ClientFiles {
+    /// The CA that signed the server's certificate.
+    pub ca: PathBuf,
+    /// The client certificate.
+    pub cert: PathBuf,
+    /// Its key.
+    pub key: PathBuf,
+}
+
+impl ClientFiles {
+    /// `redis-cli`'s flags for these files.
+    pub fn cli_args(&self) -> Vec<String> {
+        let mut args = vec!["--tls".to_owned()];
+        for (flag, path) in [("--cacert", &self.ca), ("--cert", &self.cert), ("--key", &self.key)] {
+            args.push(flag.to_owned());
+            args.push(path.to_string_lossy().into_owned());
+        }
+        args
+    }
+
+    /// The store URL parameters for these files: `cacert=…&cert=…&key=…`.
+    pub fn url_params(&self) -> String {
+        format!(
+            "cacert={}&cert={}&key={}",
+            self.ca.display(),
+            self.cert.display(),
+            self.key.display()
+        )
     }
 }
 
@@ -292,14 +413,25 @@ impl RedisCluster {
     /// # Panics
     /// When the binaries are missing or the cluster does not form.
     pub fn start() -> Self {
+        Self::start_nodes(false)
+    }
+
+    /// As [`start`](Self::start), with TLS-only nodes ([`RedisServer::start_tls`]) that also
+    /// speak TLS to each other (`--tls-cluster yes`, `--tls-replication yes`) and announce
+    /// their TLS ports, so clients discover TLS addresses only. Client certificates are
+    /// required.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_tls() -> Self {
+        Self::start_nodes(true)
+    }
+
+    fn start_nodes(tls: bool) -> Self {
         let nodes: Vec<RedisServer> = (0..3)
             .map(|_| {
                 let bus = free_port().to_string();
-                RedisServer::start_with(&[
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
+                let cluster = [
                     "--cluster-enabled",
                     "yes",
                     "--cluster-config-file",
@@ -308,19 +440,52 @@ impl RedisCluster {
                     "5000",
                     "--cluster-port",
                     &bus,
-                ])
+                ];
+                if tls {
+                    let mut args = cluster.to_vec();
+                    args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"]);
+                    args.extend(["--tls-auth-clients", "yes"]);
+                    RedisServer::start_tls(&args)
+                } else {
+                    let mut args = vec!["--save", "", "--appendonly", "no"];
+                    args.extend(cluster);
+                    RedisServer::start_with(&args)
+                }
             })
             .collect();
         let addresses: Vec<String> =
             nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
-        let output = Command::new("redis-cli")
+        let mut create = Command::new("redis-cli");
+        if let Some(files) = nodes.first().and_then(RedisServer::tls_files) {
+            create.args(files.cli_args());
+        }
+        // `redis-cli --cluster create` waits for the nodes to meet for as long as it takes; a
+        // cluster bus that cannot connect (a TLS setting, a firewall) must fail the fixture
+        // instead of hanging the tests.
+        let mut child = create
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run redis-cli: {e}")));
+        let deadline = Instant::now() + START_TIMEOUT * 3;
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                NEEDS.fail(
+                    "redis-cli --cluster create did not finish in time (the nodes never met)",
+                );
+            }
+            sleep(Duration::from_millis(50));
+        }
+        let output = child
+            .wait_with_output()
+            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot read redis-cli's output: {e}")));
         if !output.status.success() {
             NEEDS.fail(&format!(
                 "redis-cli --cluster create failed: {}{}",
@@ -345,9 +510,16 @@ impl RedisCluster {
     }
 
     /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`, the form
-    /// `agent_memory::open` takes.
+    /// `agent_memory::open` takes (`rediss+cluster://…` for a TLS cluster, without the
+    /// certificate parameters: see [`tls_files`](Self::tls_files)).
     pub fn url(&self) -> String {
-        format!("redis+cluster://{}", self.addresses().join(","))
+        let scheme = if self.tls_files().is_some() { "rediss+cluster" } else { "redis+cluster" };
+        format!("{scheme}://{}", self.addresses().join(","))
+    }
+
+    /// For a TLS cluster, the client's CA, certificate and key files.
+    pub fn tls_files(&self) -> Option<&ClientFiles> {
+        self.nodes.first().and_then(RedisServer::tls_files)
     }
 
     /// The nodes' `host:port` addresses.

@@ -169,6 +169,11 @@ mod scope;
 mod scoped;
 mod store;
 mod time;
+// Only PostgreSQL builds its own rustls configurations (redis-rs builds its own from the
+// files), so a Redis-only build leaves those parts unused.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+mod tls;
 mod write;
 
 pub mod memory_tool;

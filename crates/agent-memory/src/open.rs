@@ -15,7 +15,10 @@ use crate::store::MemoryStore;
 /// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start) | `sqlite` |
 /// | `postgres://…`, `postgresql://…` | `PostgresMemoryStore` | `postgres` |
 /// | `redis://…`, `rediss://…` | `RedisMemoryStore` on one server | `redis` |
-/// | `redis+cluster://host:port,host:port…` | `RedisMemoryStore` on a Redis Cluster | `redis` |
+/// | `redis+cluster://host:port,host:port…`, `rediss+cluster://…` | `RedisMemoryStore` on a Redis Cluster | `redis` |
+///
+/// TLS settings are URL parameters (`sslmode`, `sslrootcert`, … for PostgreSQL; `cacert`,
+/// `cert`, `key` for `rediss`); see each provider's guide and docs/managed-databases.md.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -357,7 +357,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
 
     for bad in [
-        format!("rediss://:{password}@127.0.0.1:6379"),
+        format!("rediss://:{password}@127.0.0.1:6379?cacert=/nonexistent/ca.pem"),
         format!("redis+cluster://:{password}@"),
         format!("redis+cluster://:{password}@127.0.0.1:7000/3"),
         format!("redis://:{password}@127.0.0.1:notaport"),

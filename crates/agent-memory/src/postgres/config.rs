@@ -7,11 +7,13 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio_postgres::config::{ChannelBinding, Host, LoadBalanceHosts, SslMode, TargetSessionAttrs};
+use tokio_postgres::config::{ChannelBinding, Host, LoadBalanceHosts, TargetSessionAttrs};
 
 use super::schema::{self, Names};
+use super::tls::{self, RootCert, SslMode, TlsSettings};
 use super::PostgresMemoryStore;
 use crate::connection_url::{ConnectionUrl, HostPort, Params};
 use crate::error::{MemoryError, Result};
@@ -51,6 +53,7 @@ pub(crate) struct Options {
     pub(crate) setup_schema: bool,
     pub(crate) search_scan_limit: usize,
     pub(crate) erase_batch_size: usize,
+    pub(crate) prepared_statements: bool,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             setup_schema: true,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            prepared_statements: true,
         }
     }
 }
@@ -76,6 +80,7 @@ impl Default for Options {
 pub struct PostgresMemoryStoreBuilder {
     config: tokio_postgres::Config,
     options: Options,
+    tls: TlsSettings,
     schema: String,
     table: String,
 }
@@ -144,11 +149,64 @@ impl PostgresMemoryStoreBuilder {
         self
     }
 
-    /// Checks the configuration and builds the (unstarted) store. Nothing connects yet.
+    /// Whether each statement is prepared once per connection and then run by name (default
+    /// `true`, the fastest). With `false` every operation runs its statement unnamed, still in
+    /// one round trip (parse, bind and execute in one message): what transaction-mode poolers
+    /// (PgBouncer's `pool_mode = transaction`, Supabase's pooler on port 6543) need, because
+    /// they hand each transaction to any server connection, where a named statement prepared
+    /// on another does not exist. URL parameter `prepared_statements`.
+    pub fn prepared_statements(mut self, prepared: bool) -> Self {
+        self.options.prepared_statements = prepared;
+        self
+    }
+
+    /// How connections use TLS (libpq's `sslmode`; default [`SslMode::Prefer`], or
+    /// [`SslMode::VerifyFull`] with [`ssl_root_cert_system`](Self::ssl_root_cert_system)). See
+    /// the [module docs](super) ("TLS") for what each mode checks.
+    pub fn ssl_mode(mut self, mode: SslMode) -> Self {
+        self.tls.mode = Some(mode);
+        self
+    }
+
+    /// A PEM file of the CA certificates that may sign the server's certificate (libpq's
+    /// `sslrootcert=PATH`). With one, every TLS mode checks the certificate chain; the default
+    /// is `~/.postgresql/root.crt` when that file exists. Read by [`build`](Self::build).
+    pub fn ssl_root_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.root_cert = Some(RootCert::File(path.into()));
+        self
+    }
+
+    /// Trusts the operating system's CA certificates (libpq's `sslrootcert=system`), as managed
+    /// services signed by a public authority need; the mode then defaults to, and must be,
+    /// [`SslMode::VerifyFull`].
+    pub fn ssl_root_cert_system(mut self) -> Self {
+        self.tls.root_cert = Some(RootCert::System);
+        self
+    }
+
+    /// A PEM file with the client certificate (and any intermediates) to show a server that
+    /// asks for one (libpq's `sslcert`; default `~/.postgresql/postgresql.crt` when it exists).
+    pub fn ssl_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.cert = Some(path.into());
+        self
+    }
+
+    /// The PEM file with the client certificate's private key (libpq's `sslkey`; default
+    /// `~/.postgresql/postgresql.key`). Like libpq, the store refuses a key file other users can
+    /// read.
+    pub fn ssl_key(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.key = Some(path.into());
+        self
+    }
+
+    /// Checks the configuration, reads the TLS files, and builds the (unstarted) store. Nothing
+    /// connects yet.
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming the option for a bad schema or table name, or
-    /// a count or timeout out of range (zero included).
+    /// a count or timeout out of range (zero included); naming the libpq parameter (`sslmode`,
+    /// `sslrootcert`, `sslcert`, `sslkey`) for TLS settings libpq refuses or a certificate or
+    /// key file that cannot be read or parsed.
     pub fn build(self) -> Result<PostgresMemoryStore> {
         schema::identifier("schema", &self.schema)?;
         schema::identifier("table", &self.table)?;
@@ -177,9 +235,48 @@ impl PostgresMemoryStoreBuilder {
         if o.erase_batch_size == 0 {
             return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
         }
+        let tls = tls::resolve(&self.tls)?;
+        let mut config = self.config;
+        let mode = tls_mode_for_hosts(&mut config, &tls)?;
+        config.ssl_mode(mode);
         let names = Names { schema: self.schema, table: self.table };
-        Ok(PostgresMemoryStore::new(self.config, self.options, names))
+        Ok(PostgresMemoryStore::new(config, self.options, tls, names))
     }
+}
+
+/// The driver's `sslmode` for the servers `config` names, with libpq's two host rules the
+/// driver lacks:
+///
+/// - libpq never uses TLS on Unix sockets (the server does not offer it there), whatever the
+///   mode; so a list of socket directories only connects without TLS;
+/// - with `hostaddr` and no `host`, libpq encrypts without a name to check (and refuses
+///   `verify-full`, which needs one); the driver needs a name for any handshake, so each
+///   address stands in as its own host name, which only `verify-full` would check.
+fn tls_mode_for_hosts(
+    config: &mut tokio_postgres::Config,
+    tls: &tls::Tls,
+) -> Result<tokio_postgres::config::SslMode> {
+    #[cfg(unix)]
+    if !config.get_hosts().is_empty()
+        && config.get_hosts().iter().all(|host| matches!(host, Host::Unix(_)))
+    {
+        return Ok(tokio_postgres::config::SslMode::Disable);
+    }
+    if config.get_hosts().is_empty() && !config.get_hostaddrs().is_empty() {
+        if tls.mode == SslMode::VerifyFull {
+            return Err(MemoryError::invalid(
+                "sslmode",
+                "verify-full needs a host name to check (host), not only hostaddr, as in libpq",
+            ));
+        }
+        if tls.mode != SslMode::Disable {
+            let addrs: Vec<IpAddr> = config.get_hostaddrs().to_vec();
+            for addr in addrs {
+                config.host(addr.to_string());
+            }
+        }
+    }
+    Ok(tls.driver_mode())
 }
 
 impl fmt::Debug for PostgresMemoryStoreBuilder {
@@ -189,6 +286,7 @@ impl fmt::Debug for PostgresMemoryStoreBuilder {
             .field("schema", &self.schema)
             .field("table", &self.table)
             .field("options", &self.options)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -256,6 +354,7 @@ impl PostgresMemoryStore {
         let builder = PostgresMemoryStoreBuilder {
             config,
             options: Options::default(),
+            tls: tls_params(&mut params)?,
             schema: DEFAULT_SCHEMA.to_owned(),
             table: DEFAULT_TABLE.to_owned(),
         };
@@ -307,7 +406,38 @@ fn store_params(
     if let Some(rows) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(rows);
     }
+    if let Some(prepared) = params.take_bool("prepared_statements")? {
+        builder = builder.prepared_statements(prepared);
+    }
     Ok(builder)
+}
+
+/// Takes libpq's TLS parameters; [`tls::resolve`] checks them and reads the files at `build`.
+fn tls_params(params: &mut Params) -> Result<TlsSettings> {
+    let mode =
+        match params.take("sslmode") {
+            None => None,
+            // libpq's `allow` (plain first, TLS only if the server insists) has no driver support.
+            Some(word) if word == "allow" => return Err(MemoryError::invalid(
+                "url",
+                "has a value for `sslmode`, allow, that is not supported: use prefer, require, \
+                 verify-ca or verify-full",
+            )),
+            Some(word) => Some(SslMode::parse(&word).ok_or_else(|| {
+                MemoryError::invalid(
+                    "url",
+                    "has a value for `sslmode` that is not one of disable, prefer, require, \
+                 verify-ca, verify-full",
+                )
+            })?),
+        };
+    let root_cert = params.take("sslrootcert").map(|value| match value.as_str() {
+        "system" => RootCert::System,
+        _ => RootCert::File(PathBuf::from(value)),
+    });
+    let cert = params.take("sslcert").map(PathBuf::from);
+    let key = params.take("sslkey").map(PathBuf::from);
+    Ok(TlsSettings { mode, root_cert, cert, key })
 }
 
 /// The servers a URL names: hosts (names, addresses or Unix socket directories) and ports, in
@@ -386,11 +516,6 @@ fn driver_params(
     }
     if let Some(options) = params.take("options") {
         config.options(options);
-    }
-    let ssl =
-        [("disable", SslMode::Disable), ("prefer", SslMode::Prefer), ("require", SslMode::Require)];
-    if let Some(mode) = take_choice(params, "sslmode", &ssl)? {
-        config.ssl_mode(mode);
     }
     if let Some(on) = params.take_parsed::<u64>("keepalives")? {
         config.keepalives(on != 0);
@@ -600,7 +725,7 @@ mod tests {
         let c = &b.config;
         assert_eq!(c.get_application_name(), Some("a b"));
         assert_eq!(c.get_options(), Some("-c statement_timeout=5s"));
-        assert_eq!(c.get_ssl_mode(), SslMode::Disable);
+        assert_eq!(b.tls.mode, Some(SslMode::Disable));
         assert_eq!(c.get_user(), Some("other"), "a query user replaces the URL's");
         assert_eq!(c.get_password(), Some(&b"pw2"[..]));
         assert_eq!(c.get_dbname(), Some("db2"));
@@ -616,9 +741,9 @@ mod tests {
         assert_eq!(c.get_channel_binding(), ChannelBinding::Require);
         assert_eq!(c.get_load_balance_hosts(), LoadBalanceHosts::Random);
 
-        // `sslmode=require` is kept, so connecting fails rather than going without TLS.
+        // The TLS parameters are the store's (see `tls_parameters_follow_libpq`).
         let b = builder("postgres://h/db?sslmode=require");
-        assert_eq!(b.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(b.tls.mode, Some(SslMode::Require));
         // Zero keepalive durations mean the system default, as in libpq.
         let c =
             builder("postgres://h/db?keepalives_idle=0&keepalives_interval=0&tcp_user_timeout=0")
@@ -633,8 +758,8 @@ mod tests {
     fn unknown_and_malformed_parameters_are_invalid_naming_the_parameter() {
         let err = PostgresMemoryStore::builder("postgres://h/db?table=t&tabel=x").unwrap_err();
         assert_eq!(err.to_string(), "invalid url: has an unknown parameter `tabel`");
-        // The driver parameters tokio-postgres has no setter for (or that only TLS would use).
-        for name in ["sslnegotiation", "sslrootcert", "gssencmode", "delete_batch_size"] {
+        // The libpq parameters the store does not support, and old names.
+        for name in ["sslnegotiation", "sslpassword", "sslcrl", "gssencmode", "delete_batch_size"] {
             let err =
                 PostgresMemoryStore::builder(&format!("postgres://h/db?{name}=x")).unwrap_err();
             assert_eq!(err.to_string(), format!("invalid url: has an unknown parameter `{name}`"));
@@ -644,7 +769,9 @@ mod tests {
             ("connect_timeout=-1", "connect_timeout"),
             ("acquire_timeout=1.5", "acquire_timeout"),
             ("setup_schema=maybe", "setup_schema"),
-            ("sslmode=verify-full", "sslmode"),
+            ("sslmode=verify_full", "sslmode"),
+            ("sslmode=allow", "sslmode"),
+            ("prepared_statements=sometimes", "prepared_statements"),
             ("target_session_attrs=primary", "target_session_attrs"),
             ("channel_binding=on", "channel_binding"),
             ("load_balance_hosts=yes", "load_balance_hosts"),
@@ -663,6 +790,67 @@ mod tests {
             let err = PostgresMemoryStore::builder(bad).unwrap_err();
             assert_eq!(field(&err), "url", "{bad}");
         }
+    }
+
+    #[test]
+    fn tls_parameters_follow_libpq() {
+        let b = builder(
+            "postgres://h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem&sslcert=/c.pem\
+             &sslkey=/k.pem&prepared_statements=false",
+        );
+        assert_eq!(b.tls.mode, Some(SslMode::VerifyFull));
+        assert_eq!(b.tls.root_cert, Some(RootCert::File("/etc/ca.pem".into())));
+        assert_eq!(b.tls.cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(b.tls.key.as_deref(), Some(std::path::Path::new("/k.pem")));
+        assert!(!b.options.prepared_statements);
+        assert!(builder("postgres://h/db").options.prepared_statements);
+        for mode in ["disable", "prefer", "require", "verify-ca", "verify-full"] {
+            let b = builder(&format!("postgres://h/db?sslmode={mode}"));
+            assert_eq!(b.tls.mode.map(SslMode::as_str), Some(mode));
+        }
+        assert_eq!(
+            builder("postgres://h/db?sslrootcert=system").tls.root_cert,
+            Some(RootCert::System)
+        );
+
+        // The default is prefer; with no root certificate it only encrypts.
+        let store = builder("postgres://h/db").build().unwrap();
+        assert_eq!(store.tls.mode, SslMode::Prefer);
+        assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Prefer);
+        let store =
+            builder("postgres://h/db?sslmode=verify-ca&sslrootcert=/x").ssl_mode(SslMode::Disable);
+        let store = store.build().expect("disable reads no file");
+        assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+
+        // Combinations libpq refuses, refused before anything connects.
+        for (url, field_name) in [
+            ("postgres://h/db?sslmode=require&sslrootcert=system", "sslmode"),
+            ("postgres://h/db?sslmode=verify-ca&sslrootcert=system", "sslmode"),
+            ("postgres://h/db?sslmode=disable&sslrootcert=system", "sslmode"),
+            ("postgres://h/db?sslmode=verify-full", "sslmode"),
+            ("postgres://h/db?sslmode=verify-ca", "sslmode"),
+            ("postgres://h/db?sslkey=/k.pem", "sslkey"),
+            ("postgres://h/db?sslrootcert=/nonexistent/ca.pem", "sslrootcert"),
+            ("postgres://h/db?sslcert=/nonexistent/c.pem&sslkey=/nonexistent/k.pem", "sslcert"),
+        ] {
+            let err = builder(url).build().unwrap_err();
+            assert_eq!(field(&err), field_name, "{url}: {err}");
+            assert!(!err.to_string().contains("nonexistent"), "{err}");
+        }
+        // libpq's host rules: no TLS on Unix sockets; hostaddr alone gives no name to verify.
+        let store = builder("postgres:///db?host=/run/postgresql&sslmode=require").build().unwrap();
+        assert_eq!(store.config.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+        let store = builder("postgres:///db?hostaddr=10.0.0.1&sslmode=require").build().unwrap();
+        assert_eq!(store.config.get_hosts(), tcp(&["10.0.0.1"]));
+        let err =
+            builder("postgres:///db?hostaddr=10.0.0.1&sslmode=verify-full&sslrootcert=system");
+        assert_eq!(field(&err.build().unwrap_err()), "sslmode");
+        // Builder methods set the same things.
+        let b = builder("postgres://h/db")
+            .ssl_mode(SslMode::Require)
+            .ssl_root_cert_system()
+            .prepared_statements(false);
+        assert_eq!(field(&b.build().unwrap_err()), "sslmode");
     }
 
     #[test]

@@ -14,3 +14,31 @@ pub(crate) const PROVIDER: &str = "postgres";
 pub(crate) fn storage<E: Into<BoxError>>(what: &'static str) -> impl FnOnce(E) -> MemoryError {
     move |err| MemoryError::storage_from(PROVIDER, what, err)
 }
+
+/// Like [`storage`], for errors opening a connection: when TLS caused the failure, the
+/// description says so and names the cause (see [`crate::tls::describe_failure`]), so an
+/// operator reading only `Display` knows to look at the TLS settings.
+pub(crate) fn connect_failed(
+    what: &'static str,
+) -> impl FnOnce(deadpool_postgres::PoolError) -> MemoryError {
+    move |err| MemoryError::storage_from(PROVIDER, tls_failure(&err).unwrap_or(what), err)
+}
+
+/// The TLS sentence for a connection error, if TLS caused it.
+fn tls_failure(err: &deadpool_postgres::PoolError) -> Option<&'static str> {
+    if let Some(described) = crate::tls::describe_failure(err) {
+        return Some(described);
+    }
+    let deadpool_postgres::PoolError::Backend(driver) = err else { return None };
+    // tokio-postgres reports its own TLS-stage failures (the server refusing TLS, no host name
+    // to check) with a fixed text and an untyped cause; tests/postgres_tls.rs pins both.
+    if driver.to_string() != "error performing TLS handshake" {
+        return None;
+    }
+    let cause = std::error::Error::source(driver).map(ToString::to_string);
+    Some(if cause.as_deref() == Some("server does not support TLS") {
+        "TLS: the server does not accept TLS connections, and sslmode requires them"
+    } else {
+        "TLS: the handshake with the server failed"
+    })
+}

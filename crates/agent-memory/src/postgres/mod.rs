@@ -6,6 +6,7 @@ mod error;
 mod pool;
 mod schema;
 mod statements;
+mod tls;
 
 use std::fmt;
 use std::sync::{PoisonError, RwLock};
@@ -28,6 +29,8 @@ use self::error::{storage, PROVIDER};
 use self::pool::Conn;
 use self::schema::Names;
 use self::statements::Statements;
+pub use self::tls::SslMode;
+use self::tls::Tls;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::provider::{self, key_cursor, PageBuilder};
@@ -46,6 +49,7 @@ use crate::write::{MemoryWrite, WriteCondition};
 pub struct PostgresMemoryStore {
     config: tokio_postgres::Config,
     options: Options,
+    tls: Tls,
     names: Names,
     sql: Statements,
     /// `None` before `start()` and after `close()`.
@@ -56,11 +60,12 @@ pub struct PostgresMemoryStore {
 
 impl PostgresMemoryStore {
     /// The unstarted store for a checked configuration (see [`PostgresMemoryStoreBuilder`]).
-    fn new(config: tokio_postgres::Config, options: Options, names: Names) -> Self {
+    fn new(config: tokio_postgres::Config, options: Options, tls: Tls, names: Names) -> Self {
         let sql = Statements::new(&names);
         Self {
             config,
             options,
+            tls,
             names,
             sql,
             pool: RwLock::new(None),
@@ -77,7 +82,8 @@ impl PostgresMemoryStore {
     /// A connection from the started pool.
     async fn client(&self) -> Result<Conn> {
         let pool = self.pool.read().unwrap_or_else(PoisonError::into_inner).clone();
-        Conn::get(&pool.ok_or_else(|| MemoryError::not_started(PROVIDER))?).await
+        let pool = pool.ok_or_else(|| MemoryError::not_started(PROVIDER))?;
+        Conn::get(&pool, self.options.prepared_statements).await
     }
 }
 
@@ -88,6 +94,7 @@ impl fmt::Debug for PostgresMemoryStore {
             .field("server", &Endpoint(&self.config))
             .field("table", &self.names)
             .field("options", &self.options)
+            .field("tls", &self.tls)
             .field("started", &started)
             .finish()
     }
@@ -100,7 +107,7 @@ impl MemoryStore for PostgresMemoryStore {
         if self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some() {
             return Ok(());
         }
-        let pool = pool::build(&self.config, &self.options)?;
+        let pool = pool::build(&self.config, &self.options, &self.tls)?;
         if let Err(err) = pool::open(&pool, &self.options, &self.names, &self.sql).await {
             pool.close();
             return Err(err);

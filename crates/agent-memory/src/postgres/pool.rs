@@ -1,36 +1,43 @@
-//! Owning connections: the deadpool pool built from the store's configuration, its opening at
-//! `start()` (schema setup and check, then warm connections with every statement prepared),
-//! and [`Conn`], which keeps a connection an error showed broken out of the pool.
+//! Owning connections: the deadpool pool built from the store's configuration, opening each
+//! connection with libpq's TLS rules, its opening at `start()` (schema setup and check, then warm
+//! connections with every statement prepared), and [`Conn`], which runs statements prepared or
+//! unnamed and keeps a connection an error showed broken out of the pool.
 
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Connect, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use futures_util::StreamExt;
 use tokio_postgres::error::Severity;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row, Statement};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::Row;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::config::Options;
-use super::error::{storage, PROVIDER};
+use super::error::{connect_failed, storage, PROVIDER};
 use super::schema::{self, Names};
-use super::statements::Statements;
+use super::statements::{Statement, Statements};
+use super::tls::Tls;
 use crate::error::{MemoryError, Result};
 
 /// The `application_name` the server shows for our sessions when the URL sets none.
 const APPLICATION_NAME: &str = "agent-memory";
 
-/// A pool on the server `config` names, sized and timed by `options`. Nothing connects yet.
-pub(crate) fn build(config: &tokio_postgres::Config, options: &Options) -> Result<Pool> {
+/// A pool on the server `config` names, sized and timed by `options`, connecting with `tls`.
+/// Nothing connects yet.
+pub(crate) fn build(config: &tokio_postgres::Config, options: &Options, tls: &Tls) -> Result<Pool> {
     let mut config = config.clone();
     // One limit for the socket and the pool's wait on it, so neither outlives the other.
     config.connect_timeout(options.connect_timeout);
     if config.get_application_name().is_none() {
         config.application_name(APPLICATION_NAME);
     }
-    // Plain sockets: a URL with `sslmode=require` then fails to connect instead of silently
-    // going without TLS.
-    let manager = Manager::from_config(
+    let connector =
+        Connector { tls: tls.connector.clone(), fall_back_to_plain: tls.falls_back_to_plain() };
+    let manager = Manager::from_connect(
         config,
-        NoTls,
+        connector,
         // No query per checkout; a connection the server closed is noticed by its I/O task,
         // and one an error showed broken is discarded by `Conn`.
         ManagerConfig { recycling_method: RecyclingMethod::Fast },
@@ -45,31 +52,80 @@ pub(crate) fn build(config: &tokio_postgres::Config, options: &Options) -> Resul
         .map_err(storage("could not build the connection pool"))
 }
 
+/// Opens one connection with the rustls connector and the driver's `sslmode`, as libpq would.
+///
+/// The driver already falls back to a plain connection when a server answers `prefer`'s TLS
+/// request with "no"; libpq also retries without TLS once when the handshake itself fails
+/// (a certificate the configured root refuses, a protocol mismatch), and so does this, with a
+/// warning, under `prefer` only.
+struct Connector {
+    tls: MakeRustlsConnect,
+    fall_back_to_plain: bool,
+}
+
+type Connected = (tokio_postgres::Client, tokio::task::JoinHandle<()>);
+
+impl Connect for Connector {
+    fn connect(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> Pin<Box<dyn Future<Output = Result<Connected, tokio_postgres::Error>> + Send + '_>> {
+        let config = config.clone();
+        Box::pin(async move {
+            let (client, connection) = match config.connect(self.tls.clone()).await {
+                Err(err)
+                    if self.fall_back_to_plain && crate::tls::describe_failure(&err).is_some() =>
+                {
+                    tracing::warn!(
+                        "the TLS handshake with PostgreSQL failed under sslmode=prefer; \
+                         connecting without TLS, as libpq does (sslmode=require or stricter \
+                         refuses plain connections)"
+                    );
+                    let mut plain = config.clone();
+                    plain.ssl_mode(tokio_postgres::config::SslMode::Disable);
+                    plain.connect(self.tls.clone()).await?
+                }
+                result => result?,
+            };
+            let task = tokio::spawn(async move {
+                // The error may quote the server; it is the operation's error that reports it.
+                if connection.await.is_err() {
+                    tracing::debug!("a PostgreSQL connection ended with an error");
+                }
+            });
+            Ok((client, task))
+        })
+    }
+}
+
 /// Readies a new pool for work: sets up the schema (when `options` say so) and checks it
-/// through one connection, then opens `min_connections` connections and prepares every
-/// statement on each, so the first operations pay neither for connecting nor for parsing.
+/// through one connection, then opens `min_connections` connections and (when statements are
+/// prepared) prepares every statement on each, so the first operations pay neither for
+/// connecting nor for parsing.
 pub(crate) async fn open(
     pool: &Pool,
     options: &Options,
     names: &Names,
     sql: &Statements,
 ) -> Result<()> {
-    let mut client = pool.get().await.map_err(storage("could not connect"))?;
+    let mut client = pool.get().await.map_err(connect_failed("could not connect"))?;
     if options.setup_schema {
         schema::setup(&mut client, names).await?;
     }
     schema::validate(&client, names).await?;
     drop(client);
-    // Held until all are prepared, so each `get` opens a new connection instead of handing
+    // Held until all are ready, so each `get` opens a new connection instead of handing
     // back the one just prepared.
     let mut warm = Vec::with_capacity(options.min_connections);
     for _ in 0..options.min_connections {
-        let client = pool.get().await.map_err(storage("could not connect"))?;
-        for statement in sql.all() {
-            client
-                .prepare_cached(statement)
-                .await
-                .map_err(storage("could not prepare a statement"))?;
+        let client = pool.get().await.map_err(connect_failed("could not connect"))?;
+        if options.prepared_statements {
+            for statement in sql.all() {
+                client
+                    .prepare_typed_cached(&statement.sql, statement.types)
+                    .await
+                    .map_err(storage("could not prepare a statement"))?;
+            }
         }
         warm.push(client);
     }
@@ -86,14 +142,17 @@ pub(crate) async fn open(
 pub(crate) struct Conn {
     object: Option<Object>,
     broken: AtomicBool,
+    /// Prepared once per connection (`true`), or unnamed in every call, for poolers.
+    prepared: bool,
 }
 
 impl Conn {
-    /// A connection from `pool`, waiting at most the acquire timeout for a free one.
-    pub(crate) async fn get(pool: &Pool) -> Result<Self> {
+    /// A connection from `pool`, waiting at most the acquire timeout for a free one; its
+    /// statements run `prepared` (see [`Options::prepared_statements`]).
+    pub(crate) async fn get(pool: &Pool, prepared: bool) -> Result<Self> {
         let object =
-            pool.get().await.map_err(storage("could not get a connection from the pool"))?;
-        Ok(Self { object: Some(object), broken: AtomicBool::new(false) })
+            pool.get().await.map_err(connect_failed("could not get a connection from the pool"))?;
+        Ok(Self { object: Some(object), broken: AtomicBool::new(false), prepared })
     }
 
     fn object(&self) -> Result<&Object> {
@@ -114,46 +173,79 @@ impl Conn {
         })
     }
 
-    async fn prepare(&self, sql: &str) -> Result<Statement> {
-        let result = self.object()?.prepare_cached(sql).await;
+    async fn prepare(&self, statement: &Statement) -> Result<tokio_postgres::Statement> {
+        let result = self.object()?.prepare_typed_cached(&statement.sql, statement.types).await;
         self.check(result, "could not prepare a statement")
     }
 
-    /// Runs `sql` (prepared once per connection) and returns every row.
+    /// Runs `statement` and returns every row: by name when statements are prepared, or as
+    /// the unnamed statement (parse, bind, execute and sync in one message) when they are not.
+    /// Either way it is one round trip.
     pub(crate) async fn query(
         &self,
-        sql: &str,
+        statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        let statement = self.prepare(sql).await?;
-        let result = self.object()?.query(&statement, params).await;
+        let result = if self.prepared {
+            let prepared = self.prepare(statement).await?;
+            self.object()?.query(&prepared, params).await
+        } else {
+            self.object()?.query_typed(&statement.sql, &typed(statement, params)).await
+        };
         self.check(result, "the statement failed")
     }
 
-    /// Runs `sql` and returns its row, if any; more than one is an error.
+    /// Runs `statement` and returns its row, if any; more than one is an error.
     pub(crate) async fn query_opt(
         &self,
-        sql: &str,
+        statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>> {
-        let statement = self.prepare(sql).await?;
-        let result = self.object()?.query_opt(&statement, params).await;
-        self.check(result, "the statement failed")
+        let mut rows = self.query(statement, params).await?;
+        if rows.len() > 1 {
+            return Err(MemoryError::storage(PROVIDER, "a statement returned more than one row"));
+        }
+        Ok(rows.pop())
     }
 
-    /// Runs `sql` and returns its one row; none or several is an error.
-    pub(crate) async fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        let statement = self.prepare(sql).await?;
-        let result = self.object()?.query_one(&statement, params).await;
-        self.check(result, "the statement failed")
+    /// Runs `statement` and returns its one row; none or several is an error.
+    pub(crate) async fn query_one(
+        &self,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row> {
+        self.query_opt(statement, params)
+            .await?
+            .ok_or_else(|| MemoryError::storage(PROVIDER, "a statement returned no row"))
     }
 
-    /// Runs `sql` and returns how many rows it changed.
-    pub(crate) async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
-        let statement = self.prepare(sql).await?;
-        let result = self.object()?.execute(&statement, params).await;
-        self.check(result, "the statement failed")
+    /// Runs `statement` and returns how many rows it changed.
+    pub(crate) async fn execute(
+        &self,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
+        if self.prepared {
+            let prepared = self.prepare(statement).await?;
+            let result = self.object()?.execute(&prepared, params).await;
+            return self.check(result, "the statement failed");
+        }
+        let stream = self.object()?.query_typed_raw(&statement.sql, typed(statement, params)).await;
+        let mut stream = pin!(self.check(stream, "the statement failed")?);
+        while let Some(row) = stream.next().await {
+            self.check(row, "the statement failed")?;
+        }
+        Ok(stream.rows_affected().unwrap_or(0))
     }
+}
+
+/// `params` paired with the statement's parameter types, for the unnamed statement.
+fn typed<'a>(
+    statement: &Statement,
+    params: &[&'a (dyn ToSql + Sync)],
+) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    debug_assert_eq!(params.len(), statement.types.len(), "{}", statement.sql);
+    params.iter().copied().zip(statement.types.iter().cloned()).collect()
 }
 
 impl Drop for Conn {

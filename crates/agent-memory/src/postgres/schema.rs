@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use tokio_postgres::types::Type;
+
 use super::error::{storage, PROVIDER};
 use crate::error::{MemoryError, Result};
 
@@ -104,11 +106,11 @@ pub(crate) fn create_sql(names: &Names, create_schema: bool) -> String {
 /// lock so replicas starting together do not race on `CREATE … IF NOT EXISTS`.
 pub(crate) async fn setup(client: &mut tokio_postgres::Client, names: &Names) -> Result<()> {
     let tx = client.transaction().await.map_err(storage("could not set up the schema"))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&names.lock_key()])
+    tx.query_typed("SELECT pg_advisory_xact_lock($1)", &[(&names.lock_key(), Type::INT8)])
         .await
         .map_err(storage("could not set up the schema"))?;
     let exists: bool = tx
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&names.table()])
+        .query_typed_one("SELECT to_regclass($1) IS NOT NULL", &[(&names.table(), Type::TEXT)])
         .await
         .map_err(storage("could not set up the schema"))?
         .try_get(0)
@@ -117,7 +119,10 @@ pub(crate) async fn setup(client: &mut tokio_postgres::Client, names: &Names) ->
         // `CREATE SCHEMA IF NOT EXISTS` needs the CREATE privilege on the database even when the
         // schema exists, so run it only when the schema is missing.
         let schema_exists: bool = tx
-            .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&quote(&names.schema)])
+            .query_typed_one(
+                "SELECT to_regnamespace($1) IS NOT NULL",
+                &[(&quote(&names.schema), Type::TEXT)],
+            )
             .await
             .map_err(storage("could not set up the schema"))?
             .try_get(0)
@@ -155,7 +160,7 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
     let table = names.table();
     let what = "could not check the schema";
     let encoding: String = client
-        .query_one("SELECT current_setting('server_encoding')", &[])
+        .query_typed_one("SELECT current_setting('server_encoding')", &[])
         .await
         .map_err(storage(what))?
         .try_get(0)
@@ -164,11 +169,11 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
         return Err(mismatch(format!("the database encoding is {encoding}, expected UTF8")));
     }
     let row = client
-        .query_one(
+        .query_typed_one(
             "SELECT (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)), \
                     obj_description(to_regclass($1), 'pg_class'), \
                     (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($2))",
-            &[&table, &names.sequence()],
+            &[(&table, Type::TEXT), (&names.sequence(), Type::TEXT)],
         )
         .await
         .map_err(storage(what))?;
@@ -204,12 +209,12 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
     }
 
     let rows = client
-        .query(
+        .query_typed(
             "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull, \
                     coalesce(co.collname::text, ''), a.atthasdef \
              FROM pg_attribute a LEFT JOIN pg_collation co ON co.oid = a.attcollation \
              WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
-            &[&table],
+            &[(&table, Type::TEXT)],
         )
         .await
         .map_err(storage(what))?;
@@ -247,13 +252,13 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
         }
     }
     let pk: Option<Vec<String>> = client
-        .query_one(
+        .query_typed_one(
             "SELECT array_agg(a.attname::text ORDER BY k.ord) \
              FROM pg_index i \
              CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
              WHERE i.indrelid = to_regclass($1) AND i.indisprimary",
-            &[&table],
+            &[(&table, Type::TEXT)],
         )
         .await
         .map_err(storage(what))?

@@ -1,32 +1,60 @@
-//! The SQL text of every operation, built once per store from its table name.
+//! The SQL text of every operation, built once per store from its table name, with the types
+//! of its parameters.
 //!
 //! Each operation is one statement, so the check and the write it guards are atomic and one
 //! round trip; the comments give each statement's bound parameters (`$n`). Identifiers come
 //! from the checked configuration ([`Names`]) and are quoted; values are always bound.
 
+use tokio_postgres::types::Type;
+
 use super::schema::Names;
 
-/// The text of every statement, built once per store from its table name.
+/// One statement: its SQL text and the types of its parameters (`$1`, `$2`, … in order).
+///
+/// The types are sent to the server instead of letting it infer them, so the two ways a
+/// statement runs (prepared once per connection, or unnamed for poolers; see
+/// [`Conn`](super::pool::Conn)) ask the server exactly the same thing.
+#[derive(Debug)]
+pub(crate) struct Statement {
+    pub(crate) sql: String,
+    pub(crate) types: &'static [Type],
+}
+
+impl Statement {
+    fn new(sql: String, types: &'static [Type]) -> Self {
+        Self { sql, types }
+    }
+}
+
+/// Every statement, built once per store from its table name.
 #[derive(Debug)]
 pub(crate) struct Statements {
-    pub(crate) put_always: String,
-    pub(crate) put_create_only: String,
-    pub(crate) put_expected: String,
-    pub(crate) get: String,
+    pub(crate) put_always: Statement,
+    pub(crate) put_create_only: Statement,
+    pub(crate) put_expected: Statement,
+    pub(crate) get: Statement,
     /// `list` by the shape of its key range; see [`list`].
-    pub(crate) list_after: String,
-    pub(crate) list_after_below: String,
-    pub(crate) list_from: String,
-    pub(crate) list_from_below: String,
-    pub(crate) search: String,
-    pub(crate) delete: String,
-    pub(crate) delete_expected: String,
-    pub(crate) delete_all: String,
-    pub(crate) delete_user_batch: String,
-    pub(crate) namespaces_first: String,
-    pub(crate) namespaces_after: String,
-    pub(crate) purge: String,
+    pub(crate) list_after: Statement,
+    pub(crate) list_after_below: Statement,
+    pub(crate) list_from: Statement,
+    pub(crate) list_from_below: Statement,
+    pub(crate) search: Statement,
+    pub(crate) delete: Statement,
+    pub(crate) delete_expected: Statement,
+    pub(crate) delete_all: Statement,
+    pub(crate) delete_user_batch: Statement,
+    pub(crate) namespaces_first: Statement,
+    pub(crate) namespaces_after: Statement,
+    pub(crate) purge: Statement,
 }
+
+const TEXT: Type = Type::TEXT;
+const JSONB: Type = Type::JSONB;
+const TIMESTAMPTZ: Type = Type::TIMESTAMPTZ;
+const INT8: Type = Type::INT8;
+
+/// Scope and key, then content, metadata, source and expiry: what every `put` binds.
+const PUT: [Type; 8] = [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ];
 
 /// `expires_at` is in the future, by the server's clock.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
@@ -56,25 +84,36 @@ impl Statements {
         );
         let returning = "RETURNING revision, created_at, updated_at";
         Self {
-            put_always: format!("{upsert} {returning}"),
+            put_always: Statement::new(format!("{upsert} {returning}"), &PUT),
             // The existing row is replaced only when it has expired; a live one means Conflict.
-            put_create_only: format!("{upsert} WHERE r.expires_at <= now() {returning}"),
-            // $9 expected revision. No row (deleted, expired, or another revision) is Conflict.
-            put_expected: format!(
-                "UPDATE {t} SET content = $5, metadata = $6, source = $7, expires_at = $8, \
-                   revision = nextval('{seq}'), updated_at = now() \
-                 WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} {returning}"
+            put_create_only: Statement::new(
+                format!("{upsert} WHERE r.expires_at <= now() {returning}"),
+                &PUT,
             ),
-            get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),
-            list_after: list(&t, "key > $4"),
-            list_after_below: list(&t, "key > $4 AND key < $6"),
-            list_from: list(&t, "key >= $4"),
-            list_from_below: list(&t, "key >= $4 AND key < $6"),
+            // $9 expected revision. No row (deleted, expired, or another revision) is Conflict.
+            put_expected: Statement::new(
+                format!(
+                    "UPDATE {t} SET content = $5, metadata = $6, source = $7, expires_at = $8, \
+                       revision = nextval('{seq}'), updated_at = now() \
+                     WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} {returning}"
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8],
+            ),
+            get: Statement::new(
+                format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),
+                &[TEXT, TEXT, TEXT, TEXT],
+            ),
+            // One statement per shape of key range; see `list` below.
+            list_after: list(&t, "key > $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
+            list_after_below: list(&t, "key > $4 AND key < $6", LIST_BELOW),
+            list_from: list(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
+            list_from_below: list(&t, "key >= $4 AND key < $6", LIST_BELOW),
             // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
             // Returns the matches among the next $6 keys, plus the last key inspected (flagged
             // by `hit = false` when it does not match) so the caller can continue after it.
-            search: format!(
-                "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
+            search: Statement::new(
+                format!(
+                    "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
                    SELECT w.*, \
                      count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
                        AS hit_rank, \
@@ -87,17 +126,29 @@ impl Statements {
                  ) x \
                  WHERE (hit AND hit_rank <= $7) OR position = scanned \
                  ORDER BY key"
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8],
             ),
-            delete: format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
-            delete_expected: format!(
-                "DELETE FROM {t} WHERE {scope} AND key = $4 AND revision = $5 AND {LIVE} \
-                 RETURNING 1"
+            delete: Statement::new(
+                format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
+                &[TEXT, TEXT, TEXT, TEXT],
             ),
-            delete_all: format!("DELETE FROM {t} WHERE {scope}"),
+            delete_expected: Statement::new(
+                format!(
+                    "DELETE FROM {t} WHERE {scope} AND key = $4 AND revision = $5 AND {LIVE} \
+                     RETURNING 1"
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, INT8],
+            ),
+            delete_all: Statement::new(
+                format!("DELETE FROM {t} WHERE {scope}"),
+                &[TEXT, TEXT, TEXT],
+            ),
             // $3 batch size, $4 batch size + 1. Deletes one batch and reports whether the
             // snapshot held more rows than the batch.
-            delete_user_batch: format!(
-                "WITH picked AS ( \
+            delete_user_batch: Statement::new(
+                format!(
+                    "WITH picked AS ( \
                    SELECT namespace, key FROM {t} WHERE app = $1 AND user_id = $2 \
                    ORDER BY namespace, key LIMIT $4 \
                  ), batch AS ( \
@@ -108,13 +159,16 @@ impl Statements {
                    RETURNING 1 \
                  ) \
                  SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM picked) > $3"
+                ),
+                &[TEXT, TEXT, INT8, INT8],
             ),
             // A loose index scan: one index probe per namespace, whatever the record count.
             namespaces_first: namespaces(&t, ">="),
             namespaces_after: namespaces(&t, ">"),
             // $4 after, $5 keys to inspect, $6 = $5 + 1.
-            purge: format!(
-                "WITH window_keys AS ( \
+            purge: Statement::new(
+                format!(
+                    "WITH window_keys AS ( \
                    SELECT key, expires_at <= now() AS expired FROM {t} \
                    WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
                  ), inspected AS ( \
@@ -127,12 +181,14 @@ impl Statements {
                  ) \
                  SELECT (SELECT count(*) FROM gone), (SELECT max(key) FROM inspected), \
                         (SELECT count(*) FROM window_keys) > $5"
+                ),
+                &[TEXT, TEXT, TEXT, TEXT, INT8, INT8],
             ),
         }
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&str; 16] {
+    pub(crate) fn all(&self) -> [&Statement; 16] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -154,21 +210,9 @@ impl Statements {
     }
 }
 
-/// `list` over one shape of key range, `range`: $4 the start (the key to continue after with
-/// `>`, the prefix with `>=`), $6 the prefix's end when it has one; $5 rows to fetch. One
-/// statement per shape, so the index scan always runs from the start to the end and never
-/// reads a row outside them.
-fn list(t: &str, range: &str) -> String {
-    format!(
-        "SELECT {RECORD_COLUMNS} FROM {t} \
-         WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
-         ORDER BY key LIMIT $5"
-    )
-}
-
 /// $1 app, $2 user, $3 the namespace to start from, $4 how many to return.
-fn namespaces(t: &str, op: &str) -> String {
-    format!(
+fn namespaces(t: &str, op: &str) -> Statement {
+    let sql = format!(
         "WITH RECURSIVE ns AS ( \
            (SELECT namespace FROM {t} WHERE app = $1 AND user_id = $2 AND namespace {op} $3 \
             ORDER BY namespace LIMIT 1) \
@@ -179,5 +223,24 @@ fn namespaces(t: &str, op: &str) -> String {
            FROM ns WHERE ns.namespace IS NOT NULL \
          ) \
          SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT $4"
+    );
+    Statement::new(sql, &[TEXT, TEXT, TEXT, INT8])
+}
+
+/// The parameters of a `list` with both ends: scope, start, rows to fetch, then the end.
+const LIST_BELOW: &[Type] = &[TEXT, TEXT, TEXT, TEXT, INT8, TEXT];
+
+/// `list` over one shape of key range, `range`: $4 the start (the key to continue after with
+/// `>`, the prefix with `>=`), $6 the prefix's end when it has one; $5 rows to fetch. One
+/// statement per shape, so the index scan always runs from the start to the end and never
+/// reads a row outside them.
+fn list(t: &str, range: &str, types: &'static [Type]) -> Statement {
+    Statement::new(
+        format!(
+            "SELECT {RECORD_COLUMNS} FROM {t} \
+             WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
+             ORDER BY key LIMIT $5"
+        ),
+        types,
     )
 }

@@ -1,15 +1,20 @@
 //! Options, the builder, and the URL forms it reads.
 //!
 //! [`RedisMemoryStore::builder`] parses the URL at once with the shared
-//! [`ConnectionUrl`] parser: the scheme picks the deployment (and, one day, the transport), the
+//! [`ConnectionUrl`] parser: the scheme picks the deployment and the transport (TCP or TLS), the
 //! hosts become the driver's [`ConnectionInfo`]s with the URL's credentials and database, and
 //! the query parameters set the options of the same names. [`RedisMemoryStoreBuilder::build`]
-//! then checks every option's range. Neither `Debug` nor any error shows the password.
+//! then checks every option's range and reads the TLS files. Neither `Debug` nor any error shows
+//! the password or key material.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
+use redis::{
+    ClientTlsConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo,
+    TlsCertificates,
+};
 
 use super::conn::Target;
 use super::RedisMemoryStore;
@@ -43,6 +48,64 @@ pub(super) struct Options {
     pub(super) list_scan_limit: usize,
     /// Most index entries one `search` call inspects.
     pub(super) search_scan_limit: usize,
+    /// The TLS files and verification of a `rediss` URL.
+    pub(super) tls: TlsFiles,
+}
+
+/// The TLS settings of a `rediss` URL, named after `redis-cli`'s flags. Paths are not secret;
+/// the files are read by [`RedisMemoryStoreBuilder::build`] and their contents never printed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TlsFiles {
+    /// `cacert`: the CA certificates to trust instead of the system's.
+    pub(super) cacert: Option<PathBuf>,
+    /// `cert`: the client certificate, for servers that ask for one.
+    pub(super) cert: Option<PathBuf>,
+    /// `key`: the client certificate's private key.
+    pub(super) key: Option<PathBuf>,
+    /// `insecure`: no check of the server's certificate at all.
+    pub(super) insecure: bool,
+}
+
+impl TlsFiles {
+    fn is_set(&self) -> bool {
+        self.cacert.is_some() || self.cert.is_some() || self.key.is_some() || self.insecure
+    }
+
+    /// The files' contents in the driver's form, checked first so a bad file is `Invalid`
+    /// naming its parameter; `None` when no file is named (the system's CAs, no client
+    /// certificate).
+    fn read(&self) -> Result<Option<TlsCertificates>> {
+        let root_cert = match &self.cacert {
+            None => None,
+            Some(path) => {
+                let pem = crate::tls::read("cacert", path)?;
+                crate::tls::certificates("cacert", &pem)?;
+                Some(pem)
+            }
+        };
+        let client_tls = match (&self.cert, &self.key) {
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(MemoryError::invalid(
+                    "key",
+                    "is needed with cert: the client certificate has no private key",
+                ))
+            }
+            (None, Some(_)) => return Err(MemoryError::invalid("cert", "is needed with key")),
+            (Some(cert), Some(key)) => {
+                let client_cert = crate::tls::read("cert", cert)?;
+                crate::tls::certificates("cert", &client_cert)?;
+                crate::tls::check_key_permissions("key", key)?;
+                let client_key = crate::tls::read("key", key)?;
+                crate::tls::private_key("key", &client_key)?;
+                Some(ClientTlsConfig { client_cert, client_key })
+            }
+        };
+        if root_cert.is_none() && client_tls.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(TlsCertificates { client_tls, root_cert }))
+    }
 }
 
 impl Default for Options {
@@ -54,6 +117,7 @@ impl Default for Options {
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             list_scan_limit: DEFAULT_LIST_SCAN_LIMIT,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
+            tls: TlsFiles::default(),
         }
     }
 }
@@ -85,6 +149,9 @@ impl Options {
 
 /// What a URL names: one server, or the seed nodes of a cluster, each with the URL's
 /// credentials and database.
+// One per store, built once: its size does not matter (TLS settings make the single
+// server's variant large).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub(super) enum Endpoint {
     /// `redis://…`
@@ -94,6 +161,25 @@ pub(super) enum Endpoint {
 }
 
 impl Endpoint {
+    /// The same nodes over TLS without certificate checks (`insecure=true`).
+    fn insecure(self) -> Self {
+        let skip = |node: ConnectionInfo| match node.addr().clone() {
+            ConnectionAddr::TcpTls { host, port, tls_params, .. } => {
+                node.set_addr(ConnectionAddr::TcpTls { host, port, insecure: true, tls_params })
+            }
+            _ => node,
+        };
+        match self {
+            Self::Single(node) => Self::Single(skip(node)),
+            Self::Cluster(nodes) => Self::Cluster(nodes.into_iter().map(skip).collect()),
+        }
+    }
+
+    /// Whether the nodes are reached over TLS (`rediss`).
+    pub(super) fn uses_tls(&self) -> bool {
+        self.nodes().iter().any(|node| matches!(node.addr(), ConnectionAddr::TcpTls { .. }))
+    }
+
     fn nodes(&self) -> &[ConnectionInfo] {
         match self {
             Self::Single(node) => std::slice::from_ref(node),
@@ -109,8 +195,14 @@ impl fmt::Debug for Endpoint {
             .nodes()
             .iter()
             .map(|node| match node.addr() {
-                ConnectionAddr::Tcp(host, port) if host.contains(':') => format!("[{host}]:{port}"),
-                ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+                ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. }
+                    if host.contains(':') =>
+                {
+                    format!("[{host}]:{port}")
+                }
+                ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                    format!("{host}:{port}")
+                }
                 _ => "(other)".to_owned(),
             })
             .collect();
@@ -119,10 +211,12 @@ impl fmt::Debug for Endpoint {
             Self::Cluster(_) => "cluster",
         };
         let db = self.nodes().first().map_or(0, |node| node.redis_settings().db());
+        let tls = self.uses_tls();
         f.debug_struct("Endpoint")
             .field("deployment", &deployment)
             .field("nodes", &nodes)
             .field("db", &db)
+            .field("tls", &tls)
             .finish()
     }
 }
@@ -134,11 +228,13 @@ enum Deployment {
     Cluster,
 }
 
-/// How a scheme reaches its nodes. TLS (`rediss`) becomes a second variant here, and
-/// [`address`] its driver address; nothing else needs to know.
+/// How a scheme reaches its nodes; [`address`] turns it into the driver's address, and nothing
+/// else needs to know. Cluster nodes found by discovery get the seeds' transport from the
+/// driver, so on a `rediss+cluster` URL every node connection uses TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Transport {
     Tcp,
+    Tls,
 }
 
 /// The deployment and transport of a (lowercase) scheme.
@@ -146,10 +242,8 @@ fn scheme(scheme: &str) -> Result<(Deployment, Transport)> {
     match scheme {
         "redis" => Ok((Deployment::Single, Transport::Tcp)),
         "redis+cluster" => Ok((Deployment::Cluster, Transport::Tcp)),
-        "rediss" | "rediss+cluster" => Err(MemoryError::invalid(
-            "url",
-            "asks for TLS (rediss), which this build of agent-memory does not include",
-        )),
+        "rediss" => Ok((Deployment::Single, Transport::Tls)),
+        "rediss+cluster" => Ok((Deployment::Cluster, Transport::Tls)),
         _ => Err(MemoryError::invalid("url", "has an unknown scheme")),
     }
 }
@@ -170,6 +264,13 @@ fn address(transport: Transport, node: &HostPort) -> Result<ConnectionAddr> {
     let port = node.port.unwrap_or(DEFAULT_PORT);
     Ok(match transport {
         Transport::Tcp => ConnectionAddr::Tcp(node.host.clone(), port),
+        // Verified against the system's CAs until `build` adds the URL's files.
+        Transport::Tls => ConnectionAddr::TcpTls {
+            host: node.host.clone(),
+            port,
+            insecure: false,
+            tls_params: None,
+        },
     })
 }
 
@@ -182,7 +283,15 @@ fn node_info(
     let info = address(transport, node)?
         .into_connection_info()
         .map_err(|_| MemoryError::invalid("url", "is not a valid Redis URL"))?;
-    Ok(info.set_redis_settings(settings.clone()))
+    Ok(info.set_redis_settings(settings.clone()).set_tcp_settings(tcp_settings()))
+}
+
+/// The socket settings of every connection: `TCP_NODELAY`, as hiredis and redis-py set it
+/// (redis-rs does not by default). Calls are small writes of a request/response protocol; with
+/// Nagle's algorithm one waits for the acknowledgement of the previous, which only adds
+/// latency (TLS records make such writes more frequent).
+pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
+    redis::io::tcp::TcpSettings::default().set_nodelay(true)
 }
 
 /// The database number of a single-server URL's path: `/N`, or 0 when there is none.
@@ -219,6 +328,9 @@ fn settings(url: &ConnectionUrl, db: i64) -> RedisConnectionInfo {
 /// | [`erase_batch_size`](Self::erase_batch_size) | `erase_batch_size=N` | 500 | at least 1 |
 /// | [`list_scan_limit`](Self::list_scan_limit) | `list_scan_limit=N` | 1,000 | at least 101 |
 /// | [`search_scan_limit`](Self::search_scan_limit) | `search_scan_limit=N` | 500 | at least 1 |
+/// | [`tls_ca_cert`](Self::tls_ca_cert) | `cacert=PATH` | the system's CAs | `rediss` only |
+/// | [`tls_cert`](Self::tls_cert), [`tls_key`](Self::tls_key) | `cert=PATH`, `key=PATH` | none | `rediss` only, both or neither |
+/// | [`tls_insecure`](Self::tls_insecure) | `insecure=true` | `false` | `rediss` only |
 ///
 /// A value out of range makes [`build`](Self::build) fail with
 /// [`Invalid`](MemoryError::Invalid) naming the option. `Debug` shows the nodes, the database
@@ -237,6 +349,7 @@ fn settings(url: &ConnectionUrl, db: i64) -> RedisConnectionInfo {
 #[derive(Clone)]
 pub struct RedisMemoryStoreBuilder {
     endpoint: Endpoint,
+    transport: Transport,
     options: Options,
 }
 
@@ -280,7 +393,7 @@ impl RedisMemoryStoreBuilder {
             }
         };
         let mut params = std::mem::take(&mut url.params);
-        let mut builder = Self { endpoint, options: Options::default() };
+        let mut builder = Self { endpoint, transport, options: Options::default() };
         if let Some(require) = params.take_bool("require_durable")? {
             builder = builder.require_durable(require);
         }
@@ -298,6 +411,18 @@ impl RedisMemoryStoreBuilder {
         }
         if let Some(entries) = params.take_parsed("search_scan_limit")? {
             builder = builder.search_scan_limit(entries);
+        }
+        if let Some(path) = params.take("cacert") {
+            builder = builder.tls_ca_cert(path);
+        }
+        if let Some(path) = params.take("cert") {
+            builder = builder.tls_cert(path);
+        }
+        if let Some(path) = params.take("key") {
+            builder = builder.tls_key(path);
+        }
+        if let Some(insecure) = params.take_bool("insecure")? {
+            builder = builder.tls_insecure(insecure);
         }
         params.finish()?;
         Ok(builder)
@@ -346,15 +471,57 @@ impl RedisMemoryStoreBuilder {
         self
     }
 
-    /// Checks the options and builds the store; nothing connects until
+    /// A PEM file of the CA certificates that may sign the servers' certificates, instead of
+    /// the system's trusted authorities (URL parameter `cacert`, as `redis-cli --cacert`).
+    /// `rediss` URLs only. Read by [`build`](Self::build).
+    pub fn tls_ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.options.tls.cacert = Some(path.into());
+        self
+    }
+
+    /// A PEM file with the client certificate to show servers that ask for one
+    /// (`--tls-auth-clients yes`; URL parameter `cert`). Needs [`tls_key`](Self::tls_key).
+    pub fn tls_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.options.tls.cert = Some(path.into());
+        self
+    }
+
+    /// The PEM file with the client certificate's private key (URL parameter `key`); refused
+    /// when other users can read it, as libpq refuses such keys.
+    pub fn tls_key(mut self, path: impl Into<PathBuf>) -> Self {
+        self.options.tls.key = Some(path.into());
+        self
+    }
+
+    /// Connects over TLS without checking the servers' certificates at all (URL parameter
+    /// `insecure=true`, as `redis-cli --insecure`): the connection is encrypted, but anyone on
+    /// the network path can pretend to be the server. `start` logs a warning each time. Off by
+    /// default; for trying things out, never for personal data.
+    pub fn tls_insecure(mut self, insecure: bool) -> Self {
+        self.options.tls.insecure = insecure;
+        self
+    }
+
+    /// Checks the options, reads the TLS files, and builds the store; nothing connects until
     /// [`start`](crate::MemoryStore::start).
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming the option that is out of range (see the table
-    /// above).
+    /// above), or naming `cacert`, `cert` or `key` for a file that cannot be read or parsed, a
+    /// key other users can read, or TLS settings on a URL that does not use TLS.
     pub fn build(self) -> Result<RedisMemoryStore> {
         self.options.check()?;
-        let target = Target::new(&self.endpoint, &self.options)?;
+        let tls = &self.options.tls;
+        if self.transport == Transport::Tcp && tls.is_set() {
+            return Err(MemoryError::invalid(
+                "url",
+                "has TLS settings (cacert, cert, key or insecure), which need rediss:// or \
+                 rediss+cluster://",
+            ));
+        }
+        let certificates = tls.read()?;
+        let endpoint = if tls.insecure { self.endpoint.insecure() } else { self.endpoint };
+        let target = Target::new(&endpoint, &self.options, certificates)?;
         Ok(RedisMemoryStore::new(target, self.options))
     }
 }
@@ -495,11 +662,53 @@ mod tests {
     }
 
     #[test]
+    fn rediss_urls_use_tls_on_every_seed_and_take_redis_cli_flags() {
+        let parsed = builder(&format!(
+            "rediss://acl-user:{PASSWORD}@cache.example:6380/2?cacert=/ca.pem&cert=/c.pem\
+             &key=/k.pem&insecure=false"
+        ));
+        let Endpoint::Single(info) = &parsed.endpoint else { panic!("not single") };
+        assert!(matches!(
+            info.addr(),
+            ConnectionAddr::TcpTls { host, port: 6380, insecure: false, .. } if host == "cache.example"
+        ));
+        assert_eq!(info.redis_settings().username(), Some("acl-user"));
+        assert_eq!(info.redis_settings().db(), 2);
+        let tls = &parsed.options.tls;
+        assert_eq!(tls.cacert.as_deref(), Some(std::path::Path::new("/ca.pem")));
+        assert_eq!((tls.cert.is_some(), tls.key.is_some(), tls.insecure), (true, true, false));
+
+        let cluster = builder("rediss+cluster://h1:7000,h2:7001?insecure=true");
+        let endpoint = cluster.endpoint.clone().insecure();
+        let Endpoint::Cluster(seeds) = &endpoint else { panic!("not a cluster") };
+        assert!(seeds
+            .iter()
+            .all(|seed| matches!(seed.addr(), ConnectionAddr::TcpTls { insecure: true, .. })));
+        cluster.build().expect("an insecure cluster needs no file");
+        builder("rediss://h").build().expect("the system's CAs need no file");
+
+        // TLS settings need a TLS scheme; files must exist, and come in pairs.
+        for (url, named) in [
+            ("redis://h?cacert=/ca.pem", "url"),
+            ("redis+cluster://h:1?insecure=true", "url"),
+            ("rediss://h?cacert=/nonexistent/ca.pem", "cacert"),
+            ("rediss://h?cert=/nonexistent/c.pem", "key"),
+            ("rediss://h?key=/nonexistent/k.pem", "cert"),
+            ("rediss://h?cert=/nonexistent/c.pem&key=/nonexistent/k.pem", "cert"),
+        ] {
+            let err = builder(url).build().unwrap_err();
+            assert_eq!(field(&err), named, "{url}: {err}");
+            assert!(!err.to_string().contains("nonexistent"), "{err}");
+        }
+        let err = RedisMemoryStoreBuilder::from_url("rediss://h?insecure=maybe").unwrap_err();
+        assert!(err.to_string().contains("`insecure`"), "{err}");
+    }
+
+    #[test]
     fn malformed_urls_are_invalid_and_the_password_shows_nowhere() {
         for bad in [
-            format!("rediss://:{PASSWORD}@127.0.0.1:6379"),
-            format!("rediss+cluster://:{PASSWORD}@127.0.0.1:6379"),
             format!("redis+cluster://:{PASSWORD}@"),
+            format!("rediss+cluster://:{PASSWORD}@"),
             format!("redis+cluster://:{PASSWORD}@127.0.0.1:7000/3"),
             format!("redis+cluster://:{PASSWORD}@127.0.0.1:7000,,127.0.0.1:7001"),
             format!("redis://:{PASSWORD}@127.0.0.1:notaport"),
@@ -515,15 +724,12 @@ mod tests {
             assert!(err.is_invalid(), "{bad}: {err}");
             assert!(!format!("{err} {err:?}").contains(PASSWORD), "{bad}: {err}");
         }
-        let err = RedisMemoryStoreBuilder::from_url("rediss://h").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid url: asks for TLS (rediss), which this build of agent-memory does not include"
-        );
 
         for url in [
             format!("redis://admin:{PASSWORD}@127.0.0.1:6379/1?connect_timeout=1"),
             format!("redis+cluster://admin:{PASSWORD}@127.0.0.1:7000,127.0.0.1:7001"),
+            format!("rediss://admin:{PASSWORD}@127.0.0.1:6379/1?insecure=true"),
+            format!("rediss+cluster://admin:{PASSWORD}@127.0.0.1:7000,127.0.0.1:7001"),
         ] {
             let parsed = builder(&url);
             let shown = format!("{parsed:?}");

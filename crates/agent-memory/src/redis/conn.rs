@@ -7,7 +7,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
-use redis::{Client, Cmd, ErrorKind, RedisWrite, Script, ServerErrorKind, Value};
+use redis::{Client, Cmd, ErrorKind, RedisWrite, Script, ServerErrorKind, TlsCertificates, Value};
 
 use super::config::{Endpoint, Options};
 use super::durability::DurabilityReport;
@@ -23,29 +23,52 @@ const CONNECT_FAILED: &str = "Redis refused to set up the connection";
 
 /// The driver client for where the store connects. It holds the credentials, so it is never
 /// printed; the URL text itself is not kept at all.
+// One per store, built once: its size does not matter (TLS settings make the single
+// server's variant large).
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Target {
     Single(Client),
     Cluster(Box<ClusterClient>),
 }
 
 impl Target {
-    /// The client for `endpoint`. Nothing connects yet.
+    /// The client for `endpoint`, with the CA and client certificates of a `rediss` URL when
+    /// it names any. Nothing connects yet.
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` if the driver refuses the configuration.
-    pub(super) fn new(endpoint: &Endpoint, options: &Options) -> Result<Self> {
+    pub(super) fn new(
+        endpoint: &Endpoint,
+        options: &Options,
+        certificates: Option<TlsCertificates>,
+    ) -> Result<Self> {
         let refused = |_| MemoryError::invalid("url", "is not a valid Redis URL");
+        if endpoint.uses_tls() {
+            // The driver builds its TLS configurations on rustls's process default provider.
+            crate::tls::install_default_provider();
+        }
         match endpoint {
-            Endpoint::Single(node) => Client::open(node.clone()).map(Self::Single).map_err(refused),
-            Endpoint::Cluster(seeds) => ClusterClientBuilder::new(seeds.iter().cloned())
-                // No automatic retries: a retried write whose first attempt lost its reply
-                // could apply twice. Calls that provably did not run are retried by `call`.
-                .retries(0)
-                .connection_timeout(options.connect_timeout)
-                .response_timeout(options.response_timeout)
-                .build()
-                .map(|client| Self::Cluster(Box::new(client)))
-                .map_err(refused),
+            Endpoint::Single(node) => match certificates {
+                None => Client::open(node.clone()),
+                Some(certificates) => Client::build_with_tls(node.clone(), certificates),
+            }
+            .map(Self::Single)
+            .map_err(refused),
+            Endpoint::Cluster(seeds) => {
+                let mut builder = ClusterClientBuilder::new(seeds.iter().cloned())
+                    // No automatic retries: a retried write whose first attempt lost its reply
+                    // could apply twice. Calls that provably did not run are retried by `call`.
+                    .retries(0)
+                    .tcp_settings(super::config::tcp_settings())
+                    .connection_timeout(options.connect_timeout)
+                    .response_timeout(options.response_timeout);
+                // The driver gives every node it discovers the seeds' TLS mode and these
+                // certificates, so no node connection goes without TLS.
+                if let Some(certificates) = certificates {
+                    builder = builder.certs(certificates);
+                }
+                builder.build().map(|client| Self::Cluster(Box::new(client))).map_err(refused)
+            }
         }
     }
 

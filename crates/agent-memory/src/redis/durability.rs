@@ -12,6 +12,11 @@ use redis::Value;
 /// file is written before the reply is sent); a crash of the whole machine can lose about the
 /// last second. Replication is asynchronous, so a failover can also lose the last writes a
 /// master acknowledged; that is a property of Redis replication this check cannot see.
+///
+/// A setting that could not be read (`CONFIG GET` renamed or denied, as on many managed
+/// services, or an `INFO` without the persistence section) is a problem of its own kind: the
+/// report is then not [verified](Self::is_verified), and not durable either, since nothing
+/// confirmed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DurabilityReport {
     nodes: usize,
@@ -27,14 +32,27 @@ pub(crate) const FSYNC_NO: &str = "appendfsync is `no`: the operating system dec
 /// allkeys-* eviction.
 pub(crate) const EVICTS: &str = "maxmemory-policy is an allkeys-* policy: Redis evicts records \
      under memory pressure";
-/// Settings could not be read.
-pub(crate) const UNKNOWN: &str = "the persistence settings could not be read (INFO or CONFIG GET \
-     was refused), so durability cannot be confirmed";
+/// `CONFIG GET` refused (renamed away or denied by an ACL, as managed services do).
+pub(crate) const CONFIG_REFUSED: &str = "CONFIG GET appendfsync was refused (managed services \
+     often rename or deny CONFIG), so whether the append-only file is synced to disk could not \
+     be verified";
+/// `INFO` refused or unreadable.
+pub(crate) const UNKNOWN: &str = "INFO was refused or did not show the persistence settings, so \
+     durability could not be verified";
 
 impl DurabilityReport {
-    /// True when no setting was found that can lose or evict acknowledged writes.
+    /// True when every setting could be read and none can lose or evict acknowledged writes.
+    /// A deployment whose settings could not be read is not durable by this test: nothing
+    /// confirmed it.
     pub fn is_durable(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// False when some setting could not be read (`CONFIG GET` or `INFO` refused, as on many
+    /// managed services), so the report could not confirm durability either way; the
+    /// [`problems`](Self::problems) say which.
+    pub fn is_verified(&self) -> bool {
+        !self.problems.iter().any(|problem| is_unverified(problem))
     }
 
     /// Each distinct problem found, as a fixed sentence.
@@ -71,12 +89,25 @@ impl DurabilityReport {
             tracing::info!(nodes = self.nodes, "redis persistence settings are durable");
         }
         for problem in &self.problems {
-            tracing::warn!(
-                nodes = self.nodes,
-                "redis deployment can lose or evict acknowledged memories: {problem}"
-            );
+            if is_unverified(problem) {
+                tracing::warn!(
+                    nodes = self.nodes,
+                    "could not verify that the redis deployment keeps acknowledged memories: \
+                     {problem}"
+                );
+            } else {
+                tracing::warn!(
+                    nodes = self.nodes,
+                    "redis deployment can lose or evict acknowledged memories: {problem}"
+                );
+            }
         }
     }
+}
+
+/// Whether a problem says a setting could not be read, rather than that it is unsafe.
+fn is_unverified(problem: &str) -> bool {
+    problem == UNKNOWN || problem == CONFIG_REFUSED
 }
 
 fn node_problems(info: Option<&str>, fsync: Option<&Value>) -> Vec<&'static str> {
@@ -91,7 +122,7 @@ fn node_problems(info: Option<&str>, fsync: Option<&Value>) -> Vec<&'static str>
         Some("1") => match fsync.and_then(config_value).as_deref() {
             Some("always" | "everysec") => {}
             Some(_) => problems.push(FSYNC_NO),
-            None => problems.push(UNKNOWN),
+            None => problems.push(CONFIG_REFUSED),
         },
         Some(_) => problems.push(AOF_OFF),
         None => problems.push(UNKNOWN),
@@ -155,5 +186,17 @@ mod tests {
         ]);
         assert_eq!(report.problems(), &[AOF_OFF, EVICTS, FSYNC_NO, UNKNOWN]);
         assert!(!report.is_durable());
+        assert!(!report.is_verified());
+    }
+
+    #[test]
+    fn a_refused_config_get_is_unverified_not_unsafe() {
+        let report = DurabilityReport::from_nodes(vec![(info(1, "noeviction"), None)]);
+        assert_eq!(report.problems(), &[CONFIG_REFUSED]);
+        assert!(!report.is_durable() && !report.is_verified());
+        // With the AOF off, INFO alone shows the risk: no CONFIG needed.
+        let report = DurabilityReport::from_nodes(vec![(info(0, "noeviction"), None)]);
+        assert_eq!(report.problems(), &[AOF_OFF]);
+        assert!(report.is_verified());
     }
 }

@@ -12,8 +12,9 @@ pub(crate) const PROVIDER: &str = "redis";
 ///
 /// `what` is the fixed description of the step that failed. A few kinds of error say more than
 /// the step does (the connection was lost, the credentials were refused, the server is loading,
-/// the cluster is resharding, the node is a read-only replica, an ACL denied the command), and
-/// for those the description names the condition instead.
+/// the cluster is resharding, the node is a read-only replica, an ACL denied the command, TLS
+/// refused the server's or the client's certificate), and for those the description names the
+/// condition instead.
 pub(crate) fn storage(what: &'static str) -> impl FnOnce(RedisError) -> MemoryError {
     move |err| MemoryError::storage_from(PROVIDER, describe(what, &err), err)
 }
@@ -22,6 +23,13 @@ pub(crate) fn storage(what: &'static str) -> impl FnOnce(RedisError) -> MemoryEr
 fn describe(what: &'static str, err: &RedisError) -> &'static str {
     const CONNECTION: &str =
         "lost or could not open the connection to Redis; a write may have committed";
+    // A refused certificate or handshake says more than "could not connect".
+    // The cluster client reports its first connections' failures as text only.
+    if let Some(tls) = crate::tls::describe_failure(err)
+        .or_else(|| crate::tls::describe_failure_text(&err.to_string()))
+    {
+        return tls;
+    }
     match err.kind() {
         _ if err.is_connection_dropped() || err.is_connection_refusal() || err.is_timeout() => {
             CONNECTION

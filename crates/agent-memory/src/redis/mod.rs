@@ -15,6 +15,7 @@ use redis::Value;
 
 pub use config::RedisMemoryStoreBuilder;
 pub use durability::DurabilityReport;
+pub use scripts::ACL_RULES;
 
 use self::codec::{
     count, decode_head, decode_record, encode_source, encode_tail, int, lower_bound, opt_text,
@@ -61,7 +62,8 @@ impl fmt::Debug for RedisMemoryStore {
 }
 
 impl RedisMemoryStore {
-    /// A store for `url` (`redis://…` or `redis+cluster://…`, options as URL parameters).
+    /// A store for `url` (`redis://…`, `redis+cluster://…`, or either over TLS as `rediss`;
+    /// options as URL parameters).
     ///
     /// # Errors
     /// As [`builder`](Self::builder) and [`RedisMemoryStoreBuilder::build`].
@@ -69,13 +71,14 @@ impl RedisMemoryStore {
         Self::builder(url)?.build()
     }
 
-    /// A builder for `url` (`redis://…` or `redis+cluster://…`): the URL and its parameters are
-    /// read now, the builder's methods set options on top.
+    /// A builder for `url` (`redis://…`, `redis+cluster://…`, `rediss://…` or
+    /// `rediss+cluster://…`): the URL and its parameters are read now, the builder's methods
+    /// set options on top.
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` for a URL that is not one of the forms in
-    /// the [module docs](self), that asks for TLS, or that has a parameter this provider does
-    /// not know (named in the message) or cannot read. The message never repeats the URL.
+    /// the [module docs](self), or that has a parameter this provider does not know (named in
+    /// the message) or cannot read. The message never repeats the URL.
     pub fn builder(url: &str) -> Result<RedisMemoryStoreBuilder> {
         RedisMemoryStoreBuilder::from_url(url)
     }
@@ -175,15 +178,28 @@ impl MemoryStore for RedisMemoryStore {
         if self.connection().is_ok() {
             return Ok(());
         }
+        if self.options.tls.insecure {
+            tracing::warn!(
+                "redis TLS certificate verification is off (insecure=true): the connection is \
+                 encrypted, but anyone on the network path can pretend to be the server"
+            );
+        }
         let mut conn = Conn::open(&self.target, &self.options).await?;
         let report = conn.durability().await?;
         report.log();
-        let durable = report.is_durable();
+        let (durable, verified) = (report.is_durable(), report.is_verified());
         *self.durability.write().unwrap_or_else(PoisonError::into_inner) = Some(report);
         if self.options.require_durable && !durable {
             return Err(MemoryError::storage(
                 PROVIDER,
-                "the Redis deployment can lose or evict acknowledged writes and require_durable is set",
+                if verified {
+                    "the Redis deployment can lose or evict acknowledged writes and \
+                     require_durable is set"
+                } else {
+                    "require_durable is set, but the Redis deployment's persistence settings \
+                     could not be verified (CONFIG GET or INFO was refused, as managed services \
+                     often do)"
+                },
             ));
         }
         conn.load_all(&SCRIPTS.all()).await?;

@@ -55,3 +55,33 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     namespaces: Script::new(include_str!("namespaces.lua")),
     purge: Script::new(include_str!("purge.lua")),
 });
+
+/// The ACL rules a Redis user needs for this provider and no more: its keys only (`~am:*`, the
+/// prefix of every key it writes), no Pub/Sub channels, and only the commands the store sends
+/// (`EVALSHA`, `SCRIPT LOAD`, `INFO`, `CLUSTER SLOTS` on a cluster, connection setup) and its
+/// scripts call. Create the user with
+/// `ACL SETUSER agent-memory on >PASSWORD ` followed by these rules.
+///
+/// `CONFIG GET` is left out on purpose: it reads every setting, passwords included. Without
+/// it `start()` cannot verify the append-only file's fsync setting and says so (see
+/// [`DurabilityReport::is_verified`](super::DurabilityReport::is_verified)). `CLIENT SETINFO`
+/// is not needed either: the driver sends it but ignores a refusal.
+///
+/// The test `tests/redis_restricted.rs` runs the whole conformance suite as a user with exactly
+/// these rules, so a script that starts calling another command fails there first.
+pub const ACL_RULES: &str = "resetkeys ~am:* resetchannels -@all \
+    +evalsha +script|load +info +ping +hello +auth +select +cluster|slots \
+    +get +set +getrange +exists +del +time +zadd +zrem +zrange +zrangebylex +zremrangebyrank";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guide_shows_the_acl_rules_as_they_are() {
+        let guide = include_str!("../docs.md");
+        let line = guide.lines().find(|line| line.starts_with("ACL SETUSER")).expect("a line");
+        let shown = line.split_once(">PASSWORD ").expect("the password placeholder").1;
+        assert_eq!(shown, ACL_RULES.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+}
