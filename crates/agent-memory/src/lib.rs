@@ -177,6 +177,7 @@ mod tls;
 mod write;
 
 pub mod memory_tool;
+pub mod observe;
 pub mod prompt;
 pub mod provider;
 pub mod tools;

@@ -9,7 +9,6 @@ use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespaceP
 use crate::provider::{self, key_cursor, page_from_rows, PageBuilder};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
-use crate::store::MemoryStore;
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
@@ -20,7 +19,7 @@ const PROVIDER: &str = "memory";
 ///
 /// Meant for tests and single-process programs. It keeps the whole contract, including
 /// revisions that are never reused, byte-order keys and expiry, and takes an injectable
-/// [`Clock`] so tests can move time instead of sleeping. [`close`](MemoryStore::close) releases
+/// [`Clock`] so tests can move time instead of sleeping. [`close`](crate::MemoryStore::close) releases
 /// nothing: records stay readable afterwards so tests can inspect what was written.
 ///
 /// ```
@@ -126,7 +125,7 @@ impl Default for InMemoryStore {
 }
 
 impl InMemoryStore {
-    /// An empty store on the system clock. Call [`start`](MemoryStore::start) before use.
+    /// An empty store on the system clock. Call [`start`](crate::MemoryStore::start) before use.
     pub fn new() -> Self {
         Self::with_clock(Arc::new(SystemClock))
     }
@@ -224,8 +223,11 @@ fn keys_in_page<'a>(
     (!empty).then(|| keys.range::<str, _>((start, end))).into_iter().flatten()
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for InMemoryStore {
+impl crate::observe::Telemetry for InMemoryStore {
+    const SYSTEM: &'static str = "memory";
+}
+
+impl crate::observe::Backend for InMemoryStore {
     async fn start(&self) -> Result<()> {
         self.started.store(true, Ordering::Release);
         Ok(())

@@ -36,7 +36,6 @@ use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, Page
 use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
-use crate::store::MemoryStore;
 use crate::time::Timestamp;
 use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
@@ -44,7 +43,7 @@ use crate::write::{MemoryWrite, WriteCondition};
 /// Memories in a PostgreSQL table shared by any number of replicas.
 ///
 /// Build it with [`builder`](Self::builder) (or [`from_url`](Self::from_url), or
-/// [`open`](crate::open)), then call [`start`](MemoryStore::start). See the
+/// [`open`](crate::open)), then call [`start`](crate::MemoryStore::start). See the
 /// [module docs](self) for the URL, the schema, the statements and how faults are handled.
 pub struct PostgresMemoryStore {
     config: tokio_postgres::Config,
@@ -100,8 +99,23 @@ impl fmt::Debug for PostgresMemoryStore {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for PostgresMemoryStore {
+impl crate::observe::Telemetry for PostgresMemoryStore {
+    const SYSTEM: &'static str = "postgresql";
+
+    fn db_namespace(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.config.get_dbname().map(Into::into)
+    }
+
+    fn record_gauges(&self) {
+        if let Some(pool) = self.pool.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            let status = pool.status();
+            let used = status.size.saturating_sub(status.available);
+            crate::observe::connections("postgresql", used, status.available);
+        }
+    }
+}
+
+impl crate::observe::Backend for PostgresMemoryStore {
     async fn start(&self) -> Result<()> {
         let _lifecycle = self.lifecycle.lock().await;
         if self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some() {

@@ -20,7 +20,6 @@ use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
-use crate::store::MemoryStore;
 use crate::time::Clock;
 use crate::validation;
 use crate::write::MemoryWrite;
@@ -85,8 +84,12 @@ impl SqliteMemoryStore {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for SqliteMemoryStore {
+/// No `db.namespace`: the only name a file has is its path, which stays out of telemetry.
+impl crate::observe::Telemetry for SqliteMemoryStore {
+    const SYSTEM: &'static str = "sqlite";
+}
+
+impl crate::observe::Backend for SqliteMemoryStore {
     async fn start(&self) -> Result<()> {
         let _lifecycle = self.lifecycle.lock().await;
         if self.pool().is_ok() {
