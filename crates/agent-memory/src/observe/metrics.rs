@@ -137,3 +137,32 @@ pub fn describe() {
         "Write jobs committed in the SQLite writer's last transaction."
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+
+    #[test]
+    fn a_quota_rejection_is_counted_and_is_its_own_outcome() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            assert!(recording());
+            let timer = Timer::start().expect("a recorder is installed");
+            operation("sqlite", Operation::Put, Some("quota_exceeded"), timer, &Counts::default());
+        });
+        assert!(!recording(), "no recorder outside");
+        let values = snapshotter.snapshot().into_vec();
+        let named =
+            |name: &str| values.iter().find(|(key, ..)| key.key().name() == name).expect(name);
+        let (key, _, _, value) = named(QUOTA_REJECTIONS);
+        assert_eq!(value, &DebugValue::Counter(1));
+        assert!(key.key().labels().any(|l| l.key() == "db.operation.name" && l.value() == "put"));
+        let (key, ..) = named(OPERATION_DURATION);
+        let outcome =
+            key.key().labels().find(|l| l.key() == "outcome").map(|l| l.value().to_owned());
+        assert_eq!(outcome.as_deref(), Some("quota_exceeded"));
+    }
+}

@@ -146,7 +146,10 @@ impl Conn {
                 }
                 Err(err) => {
                     // The driver replaces a connection it saw drop; operators watch the rate.
-                    if err.is_unrecoverable_error() || err.is_connection_dropped() {
+                    if err.is_unrecoverable_error()
+                        || err.is_connection_dropped()
+                        || err.is_io_error()
+                    {
                         crate::observe::reconnect("redis");
                     }
                     return Err(storage("a Redis script call failed")(err));
