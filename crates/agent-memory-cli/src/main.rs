@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::commands::{Command, Globals};
+use crate::commands::{Command, Globals, LogFormat};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         }
         Err(err) => err.exit(),
     };
-    init_logging();
+    init_logging(cli.globals.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return report(&exit::CliError::io("cannot start the async runtime", &err)),
@@ -109,12 +109,13 @@ fn report(err: &exit::CliError) -> ExitCode {
 }
 
 /// Logs to stderr only: for `mcp`, stdout carries the protocol, and for every other command it
-/// carries data. The filter comes from `AGENT_MEMORY_LOG`, then `RUST_LOG`, else `warn`.
+/// carries data. The filter comes from `AGENT_MEMORY_LOG`, then `RUST_LOG`, else `warn`;
+/// `format` chooses text lines or one JSON object per line.
 ///
 /// rmcp's own events are capped at `warn` unless the filter names `rmcp` itself: at `info` it
 /// logs every stateless HTTP request twice, and at `debug` it prints whole requests and results,
 /// stored content included, which our logs never carry.
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let wanted = std::env::var("AGENT_MEMORY_LOG").or_else(|_| std::env::var("RUST_LOG")).ok();
     let (filter, invalid) = match wanted.as_deref().map(tracing_subscriber::EnvFilter::try_new) {
         Some(Ok(filter)) => (filter, false),
@@ -126,11 +127,13 @@ fn init_logging() {
         Ok(cap) if !names_rmcp => filter.add_directive(cap),
         _ => filter,
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // The span list names each enclosing span with its fields: the store operation and the
+        // tool call a line belongs to.
+        LogFormat::Json => logs.json().with_current_span(false).with_span_list(true).init(),
+    }
     if invalid {
         tracing::warn!("the log filter in AGENT_MEMORY_LOG or RUST_LOG is invalid; using `warn`");
     }
