@@ -130,9 +130,15 @@ fn init_logging(format: LogFormat) {
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-        // The span list names each enclosing span with its fields: the store operation and the
-        // tool call a line belongs to.
-        LogFormat::Json => logs.json().with_current_span(false).with_span_list(true).init(),
+        // `span` is the innermost span around the line, with its fields: the store operation or
+        // the tool call it belongs to. A span that closes is a line too, with its duration, so
+        // `AGENT_MEMORY_LOG=agent_memory=info` logs every operation and tool call.
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .init(),
     }
     if invalid {
         tracing::warn!("the log filter in AGENT_MEMORY_LOG or RUST_LOG is invalid; using `warn`");
