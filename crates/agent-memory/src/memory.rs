@@ -9,6 +9,9 @@ use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespaceP
 use crate::provider::{self, key_cursor, page_from_rows, PageBuilder};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
+use crate::store::MemoryStore;
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
@@ -19,7 +22,7 @@ const PROVIDER: &str = "memory";
 ///
 /// Meant for tests and single-process programs. It keeps the whole contract, including
 /// revisions that are never reused, byte-order keys and expiry, and takes an injectable
-/// [`Clock`] so tests can move time instead of sleeping. [`close`](crate::MemoryStore::close) releases
+/// [`Clock`] so tests can move time instead of sleeping. [`close`](MemoryStore::close) releases
 /// nothing: records stay readable afterwards so tests can inspect what was written.
 ///
 /// ```
@@ -125,7 +128,7 @@ impl Default for InMemoryStore {
 }
 
 impl InMemoryStore {
-    /// An empty store on the system clock. Call [`start`](crate::MemoryStore::start) before use.
+    /// An empty store on the system clock. Call [`start`](MemoryStore::start) before use.
     pub fn new() -> Self {
         Self::with_clock(Arc::new(SystemClock))
     }

@@ -81,8 +81,8 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
     ) -> impl Future<Output = Result<MemoryCleanupPage>> + Send;
 }
 
-/// Every built-in provider's [`MemoryStore`]: its [`Backend`] operation inside
-/// [`span::observe`].
+/// Every built-in provider's `MemoryStore`: each operation of its backend inside its span and
+/// measurements.
 #[async_trait::async_trait]
 impl<T: Backend> MemoryStore for T {
     async fn start(&self) -> Result<()> {

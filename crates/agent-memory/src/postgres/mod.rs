@@ -36,6 +36,9 @@ use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, Page
 use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
+use crate::store::MemoryStore;
 use crate::time::Timestamp;
 use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
@@ -43,7 +46,7 @@ use crate::write::{MemoryWrite, WriteCondition};
 /// Memories in a PostgreSQL table shared by any number of replicas.
 ///
 /// Build it with [`builder`](Self::builder) (or [`from_url`](Self::from_url), or
-/// [`open`](crate::open)), then call [`start`](crate::MemoryStore::start). See the
+/// [`open`](crate::open)), then call [`start`](MemoryStore::start). See the
 /// [module docs](self) for the URL, the schema, the statements and how faults are handled.
 pub struct PostgresMemoryStore {
     config: tokio_postgres::Config,

@@ -31,6 +31,9 @@ use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, Page
 use crate::provider::{self, key_cursor};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
+use crate::store::MemoryStore;
 use crate::time::Timestamp;
 use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
@@ -39,7 +42,7 @@ use crate::write::{MemoryWrite, WriteCondition};
 /// model, the URL forms, the options and the guarantees.
 ///
 /// Build it with [`from_url`](Self::from_url), [`builder`](Self::builder) or
-/// [`open`](crate::open), then call [`start`](crate::MemoryStore::start), which connects, checks the
+/// [`open`](crate::open), then call [`start`](MemoryStore::start), which connects, checks the
 /// deployment's durability and loads the scripts.
 pub struct RedisMemoryStore {
     target: Target,
@@ -82,7 +85,7 @@ impl RedisMemoryStore {
         RedisMemoryStoreBuilder::from_url(url)
     }
 
-    /// What the last successful [`start`](crate::MemoryStore::start) found out about the deployment's
+    /// What the last successful [`start`](MemoryStore::start) found out about the deployment's
     /// persistence and eviction settings; `None` before that.
     pub fn durability(&self) -> Option<DurabilityReport> {
         self.durability.read().unwrap_or_else(PoisonError::into_inner).clone()

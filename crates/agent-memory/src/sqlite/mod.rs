@@ -20,6 +20,9 @@ use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
+use crate::store::MemoryStore;
 use crate::time::Clock;
 use crate::validation;
 use crate::write::MemoryWrite;
