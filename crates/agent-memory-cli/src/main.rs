@@ -57,6 +57,9 @@ fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     init_logging(cli.globals.log_format);
+    if let Err(err) = hash_ids_in_spans() {
+        return report(&err);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return report(&exit::CliError::io("cannot start the async runtime", &err)),
@@ -101,6 +104,21 @@ fn not_utf8() -> String {
         }
     }
     "invalid argument: an argument is not valid UTF-8".to_owned()
+}
+
+/// The variable that turns on application and user ids in spans, as hashes keyed with its
+/// value (at least 16 bytes); unset, spans carry no ids at all.
+const ID_HASH_KEY: &str = "AGENT_MEMORY_ID_HASH_KEY";
+
+/// Reads [`ID_HASH_KEY`]; the key itself is never printed.
+fn hash_ids_in_spans() -> Result<(), exit::CliError> {
+    let Some(key) = std::env::var_os(ID_HASH_KEY) else { return Ok(()) };
+    agent_memory::observe::record_hashed_ids(Some(key.as_encoded_bytes())).map_err(|_| {
+        exit::CliError::invalid(format!(
+            "{ID_HASH_KEY} must be at least {} bytes",
+            agent_memory::observe::MIN_ID_KEY_BYTES
+        ))
+    })
 }
 
 fn report(err: &exit::CliError) -> ExitCode {

@@ -162,3 +162,43 @@ fn metrics_options_need_listen() {
         assert_eq!(out.status.code(), Some(support::INVALID), "{args:?}");
     }
 }
+
+#[test]
+fn json_logs_show_operations_with_hashed_ids_only_when_asked_for() {
+    let fx = Fixture::new();
+    let run = |key: Option<&str>| {
+        let mut cmd = fx.bare();
+        cmd.env("AGENT_MEMORY_LOG", "agent_memory=info").args(["--log-format", "json"]);
+        if let Some(key) = key {
+            cmd.env("AGENT_MEMORY_ID_HASH_KEY", key);
+        }
+        let store = fx.store.clone();
+        let out = cmd
+            .args(["--store", &store, "--app", "app-secret", "--user", "user-secret"])
+            .args(["put", "key-secret", "content-secret"])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+
+    let (code, stderr) = run(None);
+    assert_eq!(code, Some(support::OK), "{stderr}");
+    let lines: Vec<serde_json::Value> =
+        stderr.lines().map(|line| serde_json::from_str(line).expect("JSON")).collect();
+    let put = lines
+        .iter()
+        .find(|line| line["span"]["name"] == "put")
+        .unwrap_or_else(|| panic!("a line for the put: {stderr}"));
+    assert_eq!(put["span"]["db.system.name"], "sqlite");
+    assert!(put["span"].get("agent_memory.user_id.hash").is_none(), "{put}");
+    assert!(!stderr.contains("secret"), "{stderr}");
+
+    let (code, stderr) = run(Some("a key of sixteen bytes or more"));
+    assert_eq!(code, Some(support::OK), "{stderr}");
+    assert!(stderr.contains("agent_memory.user_id.hash"), "{stderr}");
+    assert!(!stderr.contains("secret"), "{stderr}");
+
+    let (code, stderr) = run(Some("short"));
+    assert_eq!(code, Some(support::INVALID), "{stderr}");
+    assert!(stderr.contains("AGENT_MEMORY_ID_HASH_KEY") && !stderr.contains("short"), "{stderr}");
+}
