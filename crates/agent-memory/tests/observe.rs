@@ -224,8 +224,10 @@ async fn postgres_operations_are_spans() {
     let url = agent_memory_testkit::postgres::shared_url();
     let table = format!("observe_{}", uuid::Uuid::new_v4().simple());
     let store = PostgresMemoryStore::builder(&url).unwrap().table(table).build().unwrap();
-    let database = tokio_postgres_dbname(&url);
-    every_operation(Arc::new(store), "postgresql", Some(&database)).await;
+    // The database the URL names; a URL without one names none.
+    let database = url_database(&url);
+    let namespace = (!database.is_empty()).then_some(database.as_str());
+    every_operation(Arc::new(store), "postgresql", namespace).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -235,7 +237,7 @@ async fn redis_operations_are_spans() {
 }
 
 /// The database a PostgreSQL URL names (its path).
-fn tokio_postgres_dbname(url: &str) -> String {
+fn url_database(url: &str) -> String {
     let parsed = url::Url::parse(url).unwrap();
     parsed.path().trim_start_matches('/').to_owned()
 }
