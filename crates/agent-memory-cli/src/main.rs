@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::commands::{Command, Globals};
+use crate::commands::{Command, Globals, LogFormat};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -56,7 +56,10 @@ fn main() -> ExitCode {
         }
         Err(err) => err.exit(),
     };
-    init_logging();
+    init_logging(cli.globals.log_format);
+    if let Err(err) = hash_ids_in_spans() {
+        return report(&err);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return report(&exit::CliError::io("cannot start the async runtime", &err)),
@@ -103,18 +106,34 @@ fn not_utf8() -> String {
     "invalid argument: an argument is not valid UTF-8".to_owned()
 }
 
+/// The variable that turns on application and user ids in spans, as hashes keyed with its
+/// value (at least 16 bytes); unset, spans carry no ids at all.
+const ID_HASH_KEY: &str = "AGENT_MEMORY_ID_HASH_KEY";
+
+/// Reads [`ID_HASH_KEY`]; the key itself is never printed.
+fn hash_ids_in_spans() -> Result<(), exit::CliError> {
+    let Some(key) = std::env::var_os(ID_HASH_KEY) else { return Ok(()) };
+    agent_memory::observe::record_hashed_ids(Some(key.as_encoded_bytes())).map_err(|_| {
+        exit::CliError::invalid(format!(
+            "{ID_HASH_KEY} must be at least {} bytes",
+            agent_memory::observe::MIN_ID_KEY_BYTES
+        ))
+    })
+}
+
 fn report(err: &exit::CliError) -> ExitCode {
     progress::eprintln_safe(&format!("error: {err}"));
     err.exit_code()
 }
 
 /// Logs to stderr only: for `mcp`, stdout carries the protocol, and for every other command it
-/// carries data. The filter comes from `AGENT_MEMORY_LOG`, then `RUST_LOG`, else `warn`.
+/// carries data. The filter comes from `AGENT_MEMORY_LOG`, then `RUST_LOG`, else `warn`;
+/// `format` chooses text lines or one JSON object per line.
 ///
 /// rmcp's own events are capped at `warn` unless the filter names `rmcp` itself: at `info` it
 /// logs every stateless HTTP request twice, and at `debug` it prints whole requests and results,
 /// stored content included, which our logs never carry.
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let wanted = std::env::var("AGENT_MEMORY_LOG").or_else(|_| std::env::var("RUST_LOG")).ok();
     let (filter, invalid) = match wanted.as_deref().map(tracing_subscriber::EnvFilter::try_new) {
         Some(Ok(filter)) => (filter, false),
@@ -126,11 +145,19 @@ fn init_logging() {
         Ok(cap) if !names_rmcp => filter.add_directive(cap),
         _ => filter,
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // `span` is the innermost span around the line, with its fields: the store operation or
+        // the tool call it belongs to. A span that closes is a line too, with its duration, so
+        // `AGENT_MEMORY_LOG=agent_memory=info` logs every operation and tool call.
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .init(),
+    }
     if invalid {
         tracing::warn!("the log filter in AGENT_MEMORY_LOG or RUST_LOG is invalid; using `warn`");
     }

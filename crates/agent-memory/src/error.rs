@@ -104,6 +104,17 @@ impl MemoryError {
         Self::storage(provider, "the store is not started")
     }
 
+    /// The variant as a stable, lowercase name: `invalid`, `conflict`, `quota_exceeded` or
+    /// `storage`. Spans record it as `error.type` and metrics as the `outcome` label, so it
+    /// names the kind of failure and nothing about the input.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Invalid { .. } => "invalid",
+            Self::Conflict { .. } => "conflict",
+            Self::Storage { .. } => "storage",
+        }
+    }
+
     /// True for [`MemoryError::Invalid`].
     pub fn is_invalid(&self) -> bool {
         matches!(self, Self::Invalid { .. })

@@ -46,6 +46,8 @@
 //! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
 //! - [`validation`]: every input limit, shared by all providers.
 //! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
+//! - [`observe`]: the spans and metrics every operation and tool call reports (through
+//!   `tracing` and the `metrics` facade), with none of the stored data in them.
 //! - [`provider`]: the building blocks for writing a provider.
 //! - [`tools`]: model tools (JSON Schema definitions and their dispatcher) over a
 //!   [`ScopedMemory`]; [`memory_tool`]: Claude's memory tool (`memory_20250818`), files under
@@ -129,6 +131,8 @@
 //! with [`provider::PageBuilder`], [`provider::namespace_page`] and [`provider::key_cursor`]. A
 //! `list` reads the keys of [`provider::KeyPage`]'s range: after its cursor (else from its
 //! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan.
+//! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
+//! around the trait; a provider of your own reports none unless it emits them itself.
 //! Then run the conformance suite (feature `conformance`) against a real instance of your
 //! datastore:
 //!
@@ -177,6 +181,7 @@ mod tls;
 mod write;
 
 pub mod memory_tool;
+pub mod observe;
 pub mod prompt;
 pub mod provider;
 pub mod tools;

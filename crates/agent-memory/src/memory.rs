@@ -9,6 +9,8 @@ use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespaceP
 use crate::provider::{self, key_cursor, page_from_rows, PageBuilder};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
 use crate::store::MemoryStore;
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::validation;
@@ -224,8 +226,11 @@ fn keys_in_page<'a>(
     (!empty).then(|| keys.range::<str, _>((start, end))).into_iter().flatten()
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for InMemoryStore {
+impl crate::observe::Telemetry for InMemoryStore {
+    const SYSTEM: &'static str = "memory";
+}
+
+impl crate::observe::Backend for InMemoryStore {
     async fn start(&self) -> Result<()> {
         self.started.store(true, Ordering::Release);
         Ok(())

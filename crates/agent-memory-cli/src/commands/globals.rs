@@ -37,6 +37,27 @@ pub struct Globals {
     /// Machine-readable output: one JSON object per line (per record where there are records).
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// How log lines on stderr look: `text` for people, `json` for one JSON object per line
+    /// (for log collectors). Applies to every command and both MCP modes.
+    #[arg(
+        long,
+        env = "AGENT_MEMORY_LOG_FORMAT",
+        global = true,
+        value_enum,
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub log_format: LogFormat,
+}
+
+/// The format of log lines on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line: timestamp, level, target, fields and the spans it is in.
+    Json,
 }
 
 /// An application id and a user id, both validated: the owner of every namespace a

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use super::globals::Globals;
 use crate::duration;
 use crate::exit::{CliError, CliResult};
-use crate::mcp::http::{HttpOptions, JwtSettings};
+use crate::mcp::http::{HttpOptions, JwtSettings, MetricsAt};
 use crate::mcp::ToolSet;
 
 /// The `mcp` command, as clap parses it.
@@ -98,6 +98,16 @@ pub struct HttpArgs {
     /// OAuth metadata; by default the scheme and address it listens on.
     #[arg(long, value_name = "URL", requires = "listen")]
     public_url: Option<String>,
+
+    /// Serve the store's metrics in Prometheus's text format at /metrics (no credential
+    /// needed; they hold no ids, keys or content), beside /mcp unless --metrics-listen is given.
+    #[arg(long, requires = "listen")]
+    metrics: bool,
+
+    /// Serve /metrics on this address (IP:PORT, plain HTTP) instead of beside /mcp, so it need
+    /// not be reachable where /mcp is. Implies --metrics.
+    #[arg(long, value_name = "ADDR", requires = "listen")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// A checked `mcp` command: stdio for one scope, or HTTP for many users.
@@ -165,6 +175,11 @@ impl Command {
             request_timeout: http.request_timeout,
             tls: http.tls_cert.zip(http.tls_key),
             public_url: http.public_url,
+            metrics: match (http.metrics_listen, http.metrics) {
+                (Some(addr), _) => Some(MetricsAt::Separate(addr)),
+                (None, true) => Some(MetricsAt::Beside),
+                (None, false) => None,
+            },
         };
         // A key file or certificate that cannot be used never opens (or creates) the store.
         crate::mcp::http::check(&options)?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use agent_memory::MemoryStore;
 use clap::Subcommand;
 
-pub use self::globals::Globals;
+pub use self::globals::{Globals, LogFormat};
 use crate::exit::CliResult;
 use crate::output::Output;
 

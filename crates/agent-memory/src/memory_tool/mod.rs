@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use self::command::Command;
 use self::path::MemoryPath;
+use crate::observe;
 use crate::scoped::ScopedMemory;
 use crate::tools::ToolError;
 
@@ -57,9 +58,18 @@ pub async fn dispatch(
 /// destination), ours otherwise (malformed input, limits, concurrent edits, a store failure;
 /// see the [module docs](self)). Its [`kind`](ToolError::kind) tells a caller what it is.
 pub async fn run(memory: &ScopedMemory, input: &Value) -> Result<String, ToolError> {
-    let command = command::parse(input)?;
-    tracing::debug!(command = command.name(), "memory tool command");
-    match &command {
+    let span = observe::memory_tool_span();
+    observe::tool_call(span.clone(), async {
+        let command = command::parse(input)?;
+        observe::record_command(&span, command.name());
+        tracing::debug!(command = command.name(), "memory tool command");
+        run_command(memory, &command).await
+    })
+    .await
+}
+
+async fn run_command(memory: &ScopedMemory, command: &Command) -> Result<String, ToolError> {
+    match command {
         Command::View { path, view_range } => {
             view::view(memory, &MemoryPath::parse(path)?, view_range.as_deref()).await
         }

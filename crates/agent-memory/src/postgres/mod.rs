@@ -36,6 +36,8 @@ use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, Page
 use crate::provider::{self, key_cursor, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
 use crate::store::MemoryStore;
 use crate::time::Timestamp;
 use crate::validation;
@@ -100,8 +102,23 @@ impl fmt::Debug for PostgresMemoryStore {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for PostgresMemoryStore {
+impl crate::observe::Telemetry for PostgresMemoryStore {
+    const SYSTEM: &'static str = "postgresql";
+
+    fn db_namespace(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.config.get_dbname().map(Into::into)
+    }
+
+    fn record_gauges(&self) {
+        if let Some(pool) = self.pool.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            let status = pool.status();
+            let used = status.size.saturating_sub(status.available);
+            crate::observe::connections("postgresql", used, status.available);
+        }
+    }
+}
+
+impl crate::observe::Backend for PostgresMemoryStore {
     async fn start(&self) -> Result<()> {
         let _lifecycle = self.lifecycle.lock().await;
         if self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some() {

@@ -72,6 +72,14 @@ impl Target {
         }
     }
 
+    /// The database number every connection selects (always 0 on a cluster).
+    pub(super) fn database(&self) -> i64 {
+        match self {
+            Self::Single(client) => client.get_connection_info().redis_settings().db(),
+            Self::Cluster(_) => 0,
+        }
+    }
+
     /// `single server` or `cluster`, for `Debug`.
     pub(super) fn deployment(&self) -> &'static str {
         match self {
@@ -136,7 +144,16 @@ impl Conn {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
                 }
-                Err(err) => return Err(storage("a Redis script call failed")(err)),
+                Err(err) => {
+                    // The driver replaces a connection it saw drop; operators watch the rate.
+                    if err.is_unrecoverable_error()
+                        || err.is_connection_dropped()
+                        || err.is_io_error()
+                    {
+                        crate::observe::reconnect("redis");
+                    }
+                    return Err(storage("a Redis script call failed")(err));
+                }
             }
         }
     }

@@ -31,6 +31,8 @@ use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, Page
 use crate::provider::{self, key_cursor};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
 use crate::store::MemoryStore;
 use crate::time::Timestamp;
 use crate::validation;
@@ -171,8 +173,15 @@ impl RedisMemoryStore {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for RedisMemoryStore {
+impl crate::observe::Telemetry for RedisMemoryStore {
+    const SYSTEM: &'static str = "redis";
+
+    fn db_namespace(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(self.target.database().to_string().into())
+    }
+}
+
+impl crate::observe::Backend for RedisMemoryStore {
     async fn start(&self) -> Result<()> {
         let _lifecycle = self.lifecycle.lock().await;
         if self.connection().is_ok() {

@@ -20,6 +20,8 @@ use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
+// The trait comes from `observe`'s one instrumented impl; the docs still link to it.
+#[cfg(doc)]
 use crate::store::MemoryStore;
 use crate::time::Clock;
 use crate::validation;
@@ -85,8 +87,12 @@ impl SqliteMemoryStore {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for SqliteMemoryStore {
+/// No `db.namespace`: the only name a file has is its path, which stays out of telemetry.
+impl crate::observe::Telemetry for SqliteMemoryStore {
+    const SYSTEM: &'static str = "sqlite";
+}
+
+impl crate::observe::Backend for SqliteMemoryStore {
     async fn start(&self) -> Result<()> {
         let _lifecycle = self.lifecycle.lock().await;
         if self.pool().is_ok() {

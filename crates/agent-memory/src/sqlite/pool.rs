@@ -39,6 +39,8 @@ const MAX_GROUP: usize = 64;
 #[derive(Debug)]
 pub(super) struct Pool {
     writer: Option<Sender<Box<dyn WriteJob>>>,
+    /// Write jobs sent and not yet taken by the writer thread, for its queue-depth gauge.
+    waiting: Arc<AtomicUsize>,
     /// One channel per reader thread, served in turn.
     readers: Vec<Sender<ReadJob>>,
     next_reader: AtomicUsize,
@@ -127,9 +129,12 @@ impl Pool {
             threads.push(spawn("amem-sql-reader", move || reader_loop(conn, read_rx))?);
         }
         let (write_tx, write_rx) = mpsc::channel::<Box<dyn WriteJob>>();
-        threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx))?);
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let queue = Arc::clone(&waiting);
+        threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx, &queue))?);
         Ok(Self {
             writer: Some(write_tx),
+            waiting,
             readers: read_txs,
             next_reader: AtomicUsize::new(0),
             threads,
@@ -144,7 +149,12 @@ impl Pool {
     {
         let (reply, receiver) = oneshot::channel();
         let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
-        self.writer.as_ref().ok_or_else(stopped)?.send(job).map_err(|_| stopped())?;
+        let writer = self.writer.as_ref().ok_or_else(stopped)?;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        if writer.send(job).is_err() {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(stopped());
+        }
         Ok(receiver)
     }
 
@@ -229,7 +239,11 @@ fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
     close_connection(conn)
 }
 
-fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn WriteJob>>) -> Result<()> {
+fn writer_loop(
+    conn: Connection,
+    jobs: Receiver<Box<dyn WriteJob>>,
+    waiting: &AtomicUsize,
+) -> Result<()> {
     while let Ok(first) = jobs.recv() {
         let mut group = Vec::with_capacity(MAX_GROUP);
         group.push(first);
@@ -239,6 +253,8 @@ fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn WriteJob>>) -> Result<()
                 Err(_) => break,
             }
         }
+        let left = waiting.fetch_sub(group.len(), Ordering::Relaxed).saturating_sub(group.len());
+        crate::observe::writer(group.len(), left);
         commit_group(&conn, group);
     }
     close_connection(conn)

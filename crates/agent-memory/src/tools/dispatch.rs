@@ -9,6 +9,7 @@ use super::error::{ToolError, FACT_FIELD_NAMES, KEY_FIELD_NAMES};
 use super::results::{fact_json, page_json, record_json, DATA_NOTE};
 use crate::error::MemoryError;
 use crate::facts::Facts;
+use crate::observe;
 use crate::scope::MemoryScope;
 use crate::scoped::ScopedMemory;
 use crate::time::Timestamp;
@@ -36,8 +37,11 @@ pub async fn dispatch(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
-    let (tool, call) = call::parse(&*KEY_TOOLS, name, arguments)?;
-    call.run(memory).await.map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
+    observe::tool_call(observe::tool_span(name), async {
+        let (tool, call) = call::parse(&*KEY_TOOLS, name, arguments)?;
+        call.run(memory).await.map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
+    })
+    .await
 }
 
 /// Runs one call of a fact tool (from [`fact_definitions`](super::fact_definitions())) against
@@ -79,8 +83,12 @@ pub async fn dispatch_facts(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
-    let (tool, call) = call::parse(&*FACT_TOOLS, name, arguments)?;
-    call.run(facts, scope).await.map_err(|err| ToolError::from_memory(err, tool, FACT_FIELD_NAMES))
+    observe::tool_call(observe::tool_span(name), async {
+        let (tool, call) = call::parse(&*FACT_TOOLS, name, arguments)?;
+        let run = call.run(facts, scope).await;
+        run.map_err(|err| ToolError::from_memory(err, tool, FACT_FIELD_NAMES))
+    })
+    .await
 }
 
 impl KeyToolCall {

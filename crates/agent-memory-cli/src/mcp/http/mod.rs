@@ -26,6 +26,7 @@ mod api_keys;
 mod auth;
 mod jwt;
 mod limits;
+mod metrics;
 mod reload;
 mod router;
 mod tls;
@@ -41,6 +42,7 @@ use rmcp::transport::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
 pub use self::jwt::JwtSettings;
+pub use self::metrics::MetricsAt;
 use self::reload::Watched;
 use super::handler::MemoryServer;
 use super::ToolSet;
@@ -92,6 +94,8 @@ pub struct HttpOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// The URL clients reach the server at (scheme, host, port), for the metadata.
     pub public_url: Option<String>,
+    /// Where to serve `/metrics`, when it is served at all.
+    pub metrics: Option<MetricsAt>,
 }
 
 /// Reads and checks every file the server will need (the API key file, the JWT keys, the TLS
@@ -174,6 +178,18 @@ async fn run(
         Some((cert, key)) => Some(tls::server_config(cert, key).map_err(CliError::invalid)?),
         None => None,
     };
+    let metrics_listener = match options.metrics {
+        Some(MetricsAt::Separate(addr)) => {
+            Some(std::net::TcpListener::bind(addr).map_err(|err| {
+                CliError::failure(format!("cannot listen for metrics on {addr}: {err}"))
+            })?)
+        }
+        _ => None,
+    };
+    let prometheus = match options.metrics {
+        Some(_) => Some(metrics::install(stop.clone())?),
+        None => None,
+    };
 
     let listener = std::net::TcpListener::bind(options.listen)
         .map_err(|err| CliError::failure(format!("cannot listen on {}: {err}", options.listen)))?;
@@ -211,7 +227,7 @@ async fn run(
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
-    let app = router::router(router::Routes {
+    let mut app = router::router(router::Routes {
         handler: MemoryServer::per_request(Arc::clone(&store), options.tools),
         mcp_config,
         auth,
@@ -220,6 +236,27 @@ async fn run(
         app: options.app.clone(),
         metadata,
     });
+    let metrics_handle = axum_server::Handle::new();
+    if let Some(prometheus) = prometheus {
+        match metrics_listener {
+            None => app = app.merge(metrics::router(prometheus)),
+            Some(listener) => {
+                let addr = listener
+                    .local_addr()
+                    .map_err(|err| CliError::io("cannot read the metrics address", &err))?;
+                let server = axum_server::from_tcp(listener)
+                    .map_err(|err| CliError::io("cannot listen for metrics", &err))?;
+                let service = metrics::router(prometheus).into_make_service();
+                let server = with_timeouts(server, metrics_handle.clone());
+                tokio::spawn(async move {
+                    if let Err(err) = server.serve(service).await {
+                        tracing::error!(error = %err, "the metrics listener failed");
+                    }
+                });
+                eprintln_safe(&format!("agent-memory metrics at http://{addr}{}", metrics::PATH));
+            }
+        }
+    }
 
     let handle = axum_server::Handle::new();
     let grace = options.request_timeout + Duration::from_secs(1);
@@ -239,6 +276,7 @@ async fn run(
             with_timeouts(server, handle).serve(app.into_make_service()).await
         }
     };
+    metrics_handle.graceful_shutdown(Some(Duration::from_secs(1)));
     served.map_err(|err| CliError::io("the HTTP server failed", &err))?;
     tracing::info!("agent-memory MCP server stopped");
     Ok(())
