@@ -14,6 +14,11 @@
 //! had succeeded gets a `Storage` error (its write may or may not have committed). Jobs of one
 //! group run one after another under the write lock, so a compare-and-set still sees every
 //! write before it.
+//!
+//! **Checkpoints.** After an erasure the store asks the writer thread for a
+//! `wal_checkpoint(TRUNCATE)`, which runs between groups (a checkpoint cannot run inside a
+//! transaction): it copies the zeroed pages into the database file and empties the log, so no
+//! old frame holding erased content stays behind.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,7 +43,7 @@ const MAX_GROUP: usize = 64;
 /// jobs already queued, closes its connection and exits.
 #[derive(Debug)]
 pub(super) struct Pool {
-    writer: Option<Sender<Box<dyn WriteJob>>>,
+    writer: Option<Sender<ToWriter>>,
     /// One channel per reader thread, served in turn.
     readers: Vec<Sender<ReadJob>>,
     next_reader: AtomicUsize,
@@ -47,6 +52,15 @@ pub(super) struct Pool {
 }
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+/// What the writer thread receives.
+enum ToWriter {
+    /// A write, run in the next group's transaction.
+    Job(Box<dyn WriteJob>),
+    /// A `wal_checkpoint(TRUNCATE)` once the writes queued before it have committed; the reply
+    /// says whether the log could be emptied.
+    Checkpoint(oneshot::Sender<Result<bool>>),
+}
 
 /// A write waiting for the writer thread.
 trait WriteJob: Send {
@@ -126,7 +140,7 @@ impl Pool {
             read_txs.push(read_tx);
             threads.push(spawn("amem-sql-reader", move || reader_loop(conn, read_rx))?);
         }
-        let (write_tx, write_rx) = mpsc::channel::<Box<dyn WriteJob>>();
+        let (write_tx, write_rx) = mpsc::channel::<ToWriter>();
         threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx))?);
         Ok(Self {
             writer: Some(write_tx),
@@ -144,7 +158,24 @@ impl Pool {
     {
         let (reply, receiver) = oneshot::channel();
         let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
-        self.writer.as_ref().ok_or_else(stopped)?.send(job).map_err(|_| stopped())?;
+        self.writer
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(ToWriter::Job(job))
+            .map_err(|_| stopped())?;
+        Ok(receiver)
+    }
+
+    /// Queues a `wal_checkpoint(TRUNCATE)` for the writer thread, after the writes queued
+    /// before it; the reply is true when the log was emptied (false when a reader still used
+    /// it).
+    pub(super) fn checkpoint(&self) -> Result<oneshot::Receiver<Result<bool>>> {
+        let (reply, receiver) = oneshot::channel();
+        self.writer
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(ToWriter::Checkpoint(reply))
+            .map_err(|_| stopped())?;
         Ok(receiver)
     }
 
@@ -229,19 +260,45 @@ fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
     close_connection(conn)
 }
 
-fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn WriteJob>>) -> Result<()> {
-    while let Ok(first) = jobs.recv() {
+fn writer_loop(conn: Connection, jobs: Receiver<ToWriter>) -> Result<()> {
+    let mut next = jobs.recv().ok();
+    while let Some(message) = next.take() {
+        let first = match message {
+            ToWriter::Job(job) => job,
+            ToWriter::Checkpoint(reply) => {
+                let _ = reply.send(checkpoint(&conn));
+                next = jobs.recv().ok();
+                continue;
+            }
+        };
         let mut group = Vec::with_capacity(MAX_GROUP);
         group.push(first);
         while group.len() < MAX_GROUP {
             match jobs.try_recv() {
-                Ok(job) => group.push(job),
+                Ok(ToWriter::Job(job)) => group.push(job),
+                // Runs once this group has committed.
+                Ok(checkpoint) => {
+                    next = Some(checkpoint);
+                    break;
+                }
                 Err(_) => break,
             }
         }
         commit_group(&conn, group);
+        if next.is_none() {
+            next = jobs.recv().ok();
+        }
     }
     close_connection(conn)
+}
+
+/// `wal_checkpoint(TRUNCATE)` on the writer's connection, outside any transaction: true when
+/// every frame reached the database file and the log was emptied.
+fn checkpoint(conn: &Connection) -> Result<bool> {
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+        .map_err(storage("checkpointing the write-ahead log failed"))?;
+    Ok(busy == 0)
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
