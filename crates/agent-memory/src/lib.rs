@@ -205,7 +205,7 @@ pub mod postgres;
 pub mod redis;
 
 pub use error::{MemoryError, Result};
-pub use facts::{Fact, Facts};
+pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
 pub use memory::InMemoryStore;
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{
