@@ -35,8 +35,8 @@
 //! A failed call returns a [`ToolError`] whose message is written for the model to act on: it
 //! names the argument and the limit it broke, says "revision is stale, read the key again" for
 //! a conflict, and says only that the store is unavailable for a storage failure (the
-//! provider's error is logged with `tracing` at `warn` for operators, never shown to the
-//! model). Nothing a model sends can make the dispatcher panic.
+//! failure is logged with `tracing` at `warn` as a fixed sentence, and the provider's own error,
+//! which can quote stored rows, only at `debug`; neither is shown to the model). Nothing a model sends can make the dispatcher panic.
 //!
 //! Optional arguments may be left out or sent as `null`; both mean "not given".
 //!
