@@ -300,7 +300,8 @@ class Facts:
 
     - ``remember`` always adds; it never merges or deduplicates.
     - ``forget`` returns ``False`` when the fact is gone or was never this user's.
-    - ``recall`` returns every fact, oldest first; ``limit`` truncates, it never selects.
+    - ``recall`` returns the facts oldest first (at most 1,000 per call); ``limit`` truncates,
+      it never selects.
     - ``erase`` physically deletes everything stored for the end user, in every namespace.
     """
 
@@ -326,7 +327,8 @@ class Facts:
     async def recall(
         self, application_id: str, end_user_id: str, limit: Optional[int] = None
     ) -> Tuple[Fact, ...]:
-        """Every fact of the end user, oldest first, the first ``limit`` when given."""
+        """The oldest facts of the end user, oldest first: the first ``limit`` when given,
+        at most 1,000 (one call never reads more than that)."""
         return await self._native.recall(application_id, end_user_id, limit)
 
     async def erase(self, application_id: str, end_user_id: str) -> int:

@@ -109,7 +109,10 @@ impl NativeFacts {
             })
             .transpose()?;
         let facts = self.facts(py)?;
-        run(py, async move { facts.recall(&scope, limit).await.map(Reply::Facts).into() })
+        run(
+            py,
+            async move { facts.recall(&scope, limit).await.map(|r| Reply::Facts(r.facts)).into() },
+        )
     }
 
     fn erase<'py>(

@@ -33,6 +33,9 @@ from agent_memory.provider import (
 
 User = Tuple[str, str]
 
+#: Content bytes one search call inspects, as the core's providers do by default.
+SEARCH_SCAN_BYTES = 1_048_576
+
 
 class DictStore:
     """Every record in one process-local dict: user -> namespace -> key -> record.
@@ -177,9 +180,19 @@ class DictStore:
         now = self._now()
         keys = self._keys(scope)
         rows = []
+        # A call inspects content bytes while under the budget (always one record at least),
+        # then returns with a cursor after the last key it inspected, as the contract asks.
+        inspected = 0
+        last = None
         for key in sorted(keys):
+            if start is not None and key <= start:
+                continue
+            if inspected >= SEARCH_SCAN_BYTES:
+                return MemoryPage(rows[:limit], key_cursor("search", scope, last))
             record = keys[key]
-            if (start is None or key > start) and self._live(record, now) and self._matches(record, query):
+            inspected += len(record.content.encode())
+            last = key
+            if self._live(record, now) and self._matches(record, query):
                 rows.append(record)
                 if len(rows) > limit:
                     break

@@ -11,11 +11,13 @@
 //! - [`harness`]: the run order (empty state, preload, settle, phases, checks, ceiling, scale).
 //! - [`report`]: JSON lines and the table.
 //! - [`target`]: store URLs (provider, redaction, pool size).
+//! - [`hostile`]: the hostile search, how long one `search` call can hold the server.
 //!
 //! The binary `agent-memory-bench` is the way in; `--help` lists its options.
 
 pub mod ceiling;
 pub mod harness;
+pub mod hostile;
 pub mod report;
 pub mod runner;
 pub mod target;

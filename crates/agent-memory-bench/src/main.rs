@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use agent_memory_bench::ceiling::CeilingOptions;
 use agent_memory_bench::harness::{self, Config, DEFAULT_SCALE_RECORDS};
+use agent_memory_bench::hostile;
 use agent_memory_bench::workload::{self, Counts, Phase, MIN_OPS_PER_PHASE};
 use clap::Parser;
 
@@ -92,6 +93,19 @@ struct Cli {
     /// Tokio worker threads (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
+
+    /// Run only the hostile search on each store (records of 64 KiB of `a`, queries of `a`s
+    /// around one `b`) and print how long one call holds the server.
+    #[arg(long)]
+    hostile_search: bool,
+
+    /// Records the hostile search stores.
+    #[arg(long, default_value_t = 500)]
+    hostile_records: usize,
+
+    /// Length of the hostile query, in bytes.
+    #[arg(long, default_value_t = 1024)]
+    hostile_query_bytes: usize,
 }
 
 /// Op counts of `--smoke`: enough to touch every code path, far too few to measure anything.
@@ -142,6 +156,44 @@ fn counts(cli: &Cli) -> Result<Counts, String> {
     Ok(counts)
 }
 
+/// `--hostile-search`: the hostile search on every store, then the table (and JSON lines).
+fn hostile_search(cli: &Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut results = Vec::new();
+    for url in &cli.stores {
+        match runtime.block_on(hostile::run(
+            url.trim(),
+            cli.hostile_records,
+            cli.hostile_query_bytes,
+        )) {
+            Ok(found) => results.extend(found),
+            Err(err) => {
+                print!("{}", hostile::table(&results));
+                eprintln!("error: {}: {err}", agent_memory_bench::target::redacted(url));
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    print!("{}", hostile::table(&results));
+    if let Some(path) = &cli.json {
+        let mut lines = String::new();
+        for result in &results {
+            agent_memory_bench::report::push_json(&mut lines, result);
+        }
+        if let Err(err) = std::fs::write(path, lines) {
+            eprintln!("error: cannot write {path}: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.check {
@@ -154,6 +206,9 @@ fn main() -> ExitCode {
             println!("MISMATCH against WORKLOAD.md");
             ExitCode::FAILURE
         };
+    }
+    if cli.hostile_search {
+        return hostile_search(&cli);
     }
     let counts = match counts(&cli) {
         Ok(c) => c,

@@ -24,6 +24,54 @@ pub struct Fact {
     pub created_at: Timestamp,
 }
 
+/// Most facts one [`Facts::recall`] returns, whatever its `limit`.
+pub const MAX_RECALL_FACTS: usize = 1_000;
+
+/// What [`Facts::recall`] returns: the oldest facts, oldest first, and whether more exist.
+///
+/// It dereferences to the slice of facts, so `recalled.len()`, `recalled[0]` and
+/// `for fact in &recalled` work as on a `Vec<Fact>`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recalled {
+    /// The facts, oldest first.
+    pub facts: Vec<Fact>,
+    /// True when the scope holds more facts than were returned (past `limit`, or past
+    /// [`MAX_RECALL_FACTS`]).
+    pub truncated: bool,
+}
+
+impl std::ops::Deref for Recalled {
+    type Target = [Fact];
+
+    fn deref(&self) -> &[Fact] {
+        &self.facts
+    }
+}
+
+impl PartialEq<Vec<Fact>> for Recalled {
+    fn eq(&self, other: &Vec<Fact>) -> bool {
+        &self.facts == other
+    }
+}
+
+impl<'a> IntoIterator for &'a Recalled {
+    type Item = &'a Fact;
+    type IntoIter = std::slice::Iter<'a, Fact>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.facts.iter()
+    }
+}
+
+impl IntoIterator for Recalled {
+    type Item = Fact;
+    type IntoIter = std::vec::IntoIter<Fact>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.facts.into_iter()
+    }
+}
+
 /// The simplest memory model: a user's facts as an unordered pile of text, oldest first.
 ///
 /// Built on any [`MemoryStore`]. Each fact is one record in the scope you pass, under a fresh
@@ -33,8 +81,8 @@ pub struct Fact {
 /// - [`remember`](Self::remember) always adds; it never merges or deduplicates (deciding that
 ///   two facts are "the same" is the application's judgement, not ours).
 /// - [`forget`](Self::forget) returns `false` when the fact is gone or was never this user's.
-/// - [`recall`](Self::recall) returns every fact, oldest first; `limit` truncates that order,
-///   it never selects.
+/// - [`recall`](Self::recall) returns the facts oldest first; `limit` truncates that order,
+///   it never selects, and one call returns at most [`MAX_RECALL_FACTS`], saying when it cut.
 /// - [`erase`](Self::erase) physically deletes everything stored for the end user, every
 ///   namespace included: the answer to an erasure request.
 ///
@@ -96,13 +144,21 @@ impl Facts {
         self.store.delete(scope, id, None).await
     }
 
-    /// Every fact in the scope, oldest first, truncated to the first `limit` when given.
+    /// The oldest facts in the scope, oldest first: the first `limit` when given, and never
+    /// more than [`MAX_RECALL_FACTS`]. [`Recalled::truncated`] says whether more facts exist.
+    ///
+    /// The work of one call is bounded: it reads the facts in id order (ids are time-ordered
+    /// v7 UUIDs), one page of at most 100 at a time, and stops after the first `limit + 1`,
+    /// never reading the whole scope. Within what it read it orders facts by their stored
+    /// creation time, so clocks of replicas that differ by a little cannot put a newer fact
+    /// first.
     ///
     /// # Errors
     /// `Storage`.
-    pub async fn recall(&self, scope: &MemoryScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+    pub async fn recall(&self, scope: &MemoryScope, limit: Option<usize>) -> Result<Recalled> {
+        let keep = limit.unwrap_or(MAX_RECALL_FACTS).min(MAX_RECALL_FACTS);
         let mut facts = Vec::new();
-        let mut page = PageRequest::new(MAX_PAGE_LIMIT);
+        let mut page = PageRequest::new(MAX_PAGE_LIMIT.min(keep + 1));
         loop {
             let result = self.store.list(scope, page.clone()).await?;
             facts.extend(result.items.into_iter().map(|record| Fact {
@@ -111,16 +167,16 @@ impl Facts {
                 created_at: record.created_at,
             }));
             match result.next_cursor {
-                Some(cursor) => page = page.after(cursor),
-                None => break,
+                // One fact past `keep` only says that more exist.
+                Some(cursor) if facts.len() <= keep => page = page.after(cursor),
+                _ => break,
             }
         }
         // Ids are time ordered, but replicas' clocks differ: order by the stored creation time.
         facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
-        if let Some(limit) = limit {
-            facts.truncate(limit);
-        }
-        Ok(facts)
+        let truncated = facts.len() > keep;
+        facts.truncate(keep);
+        Ok(Recalled { facts, truncated })
     }
 
     /// Physically deletes everything stored for the scope's end user, in every namespace, and
@@ -150,5 +206,24 @@ mod tests {
         let fact = facts.remember(&scope, "likes tea").await.unwrap();
         let record = store.get(&scope, &fact.id).await.unwrap().unwrap();
         assert_eq!(record.source, source);
+    }
+
+    #[tokio::test]
+    async fn recall_reads_a_bounded_number_of_facts_and_says_when_it_cut() {
+        let store = Arc::new(InMemoryStore::new());
+        store.start().await.unwrap();
+        let facts = Facts::new(store);
+        let scope = MemoryScope::new("app", "user").unwrap();
+        for n in 0..(super::MAX_RECALL_FACTS + 5) {
+            facts.remember(&scope, &format!("fact {n}")).await.unwrap();
+        }
+        let all = facts.recall(&scope, None).await.unwrap();
+        assert_eq!(all.len(), super::MAX_RECALL_FACTS);
+        assert!(all.truncated);
+        assert_eq!(all[0].text, "fact 0", "oldest first");
+        let capped = facts.recall(&scope, Some(usize::MAX)).await.unwrap();
+        assert_eq!((capped.len(), capped.truncated), (super::MAX_RECALL_FACTS, true));
+        let none = facts.recall(&scope, Some(0)).await.unwrap();
+        assert!(none.is_empty() && none.truncated);
     }
 }

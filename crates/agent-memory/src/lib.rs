@@ -69,6 +69,15 @@
 //! [`MemoryWrite::create_only`] into an insert-if-absent; both fail with
 //! [`MemoryError::Conflict`]. See [`MemoryStore`] for the read-compute-write loop.
 //!
+//! One stated exception, on Redis only: after
+//! [`delete_user`](MemoryStore::delete_user) nothing naming the user may remain, so the
+//! user's revision floor goes too, and the revisions of the user's next records start from the
+//! server clock. They are new as long as the Redis server's clock does not step back across the
+//! erasure (for example after a failover to a replica whose clock is behind). A caller that
+//! kept a revision from before the erasure and the clock stepped back could see it again on a
+//! re-created key; compare-and-set with such a revision is the only operation affected. See
+//! the Redis provider's "Revisions" and SECURITY.md.
+//!
 //! # Expiry
 //!
 //! A record with `expires_at` disappears from `get`, `list`, `search` and revision checks the
@@ -171,6 +180,7 @@ mod page;
 mod record;
 mod scope;
 mod scoped;
+mod search_scan;
 mod store;
 mod time;
 // Only PostgreSQL builds its own rustls configurations (redis-rs builds its own from the
@@ -200,7 +210,7 @@ pub mod postgres;
 pub mod redis;
 
 pub use error::{MemoryError, Result};
-pub use facts::{Fact, Facts};
+pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
 pub use memory::InMemoryStore;
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{

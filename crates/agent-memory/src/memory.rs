@@ -6,7 +6,9 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
-use crate::provider::{self, key_cursor, page_from_rows, PageBuilder};
+use crate::provider::{
+    self, key_cursor, search_contains, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
+};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -17,6 +19,11 @@ use crate::validation;
 use crate::write::{MemoryWrite, WriteCondition};
 
 const PROVIDER: &str = "memory";
+
+/// Keys one `search` call inspects at most, as the SQLite and PostgreSQL defaults; the byte
+/// budget is the shared default, [`DEFAULT_SEARCH_SCAN_BYTES`]. Both bound how long one call
+/// holds the read lock that writers wait for.
+const SEARCH_SCAN_LIMIT: usize = 1_000;
 
 /// Keeps memories in this process; everything is lost when it exits.
 ///
@@ -325,13 +332,35 @@ impl crate::observe::Backend for InMemoryStore {
         let page = page.key_page(CursorKind::Search, scope)?;
         let now = self.clock.now();
         let users = self.read()?;
-        let matches = namespace(&users, scope)
+        let mut scan = SearchScan::new(SEARCH_SCAN_LIMIT, DEFAULT_SEARCH_SCAN_BYTES);
+        let mut items = Vec::with_capacity(page.limit.min(128));
+        let mut last_inspected = None;
+        let rows = namespace(&users, scope)
             .into_iter()
-            .flat_map(|keys| keys_after(keys, page.after.as_deref()))
-            .filter(|(_, s)| s.is_live(now) && s.content.contains(query));
-        page_from_rows(CursorKind::Search, scope, page.limit, matches, |(key, stored)| {
-            Ok(stored.to_record(scope, key))
-        })
+            .flat_map(|keys| keys_after(keys, page.after.as_deref()));
+        for (key, stored) in rows {
+            if !scan.has_room() {
+                // The budget ran out before this key: continue after the last one inspected.
+                return Ok(MemoryPage {
+                    items,
+                    next_cursor: last_inspected
+                        .map(|last: &String| key_cursor(CursorKind::Search, scope, last)),
+                });
+            }
+            scan.inspect(stored.content.len());
+            last_inspected = Some(key);
+            if stored.is_live(now) && search_contains(&stored.content, query) {
+                if items.len() == page.limit {
+                    // Another match follows a full page.
+                    let next_cursor = items.last().map(|last: &MemoryRecord| {
+                        key_cursor(CursorKind::Search, scope, &last.key)
+                    });
+                    return Ok(MemoryPage { items, next_cursor });
+                }
+                items.push(stored.to_record(scope, key));
+            }
+        }
+        Ok(MemoryPage { items, next_cursor: None })
     }
 
     async fn delete(

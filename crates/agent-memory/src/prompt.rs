@@ -223,7 +223,14 @@ fn entry_line(fields: &[(&str, &str)]) -> String {
 /// delimiter written as a `\u` escape. The result is one line and decodes to `text`.
 fn json_string(text: &str) -> String {
     // Serializing a string cannot fail.
-    let compact = serde_json::to_string(text).unwrap_or_default();
+    escape_json(&serde_json::to_string(text).unwrap_or_default())
+}
+
+/// Compact JSON text with every character that could end, hide or imitate a delimiter written
+/// as a `\u` escape, the rules of the block: still valid JSON, one line, decoding to the same
+/// value. Those characters can only stand inside JSON strings, where `\u` escapes are allowed,
+/// so escaping them anywhere in the text is safe. Tool results use it too.
+pub(crate) fn escape_json(compact: &str) -> String {
     let mut out = String::with_capacity(compact.len());
     for c in compact.chars() {
         if needs_escape(c) {
@@ -239,48 +246,61 @@ fn json_string(text: &str) -> String {
 }
 
 fn needs_escape(c: char) -> bool {
-    matches!(c, '<' | '>' | '&' | '`')
-        || c.is_control()
-        || matches!(
-            c,
-            // invisible and format characters: soft hyphen, combining grapheme joiner, Arabic
-            // letter mark, Mongolian vowel separator, zero-width and direction marks, line and
-            // paragraph separators, bidi embeddings and overrides, word joiner and invisible
-            // operators, bidi isolates, byte order mark, interlinear annotations, tag characters
-            '\u{00AD}'
-                | '\u{034F}'
-                | '\u{061C}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{3164}'
-                | '\u{FEFF}'
-                | '\u{FFA0}'
-                | '\u{FFF9}'..='\u{FFFB}'
-                | '\u{E0000}'..='\u{E007F}'
-                // angle-bracket lookalikes
-                | '\u{02C2}'
-                | '\u{02C3}'
-                | '\u{1433}'
-                | '\u{1438}'
-                | '\u{2039}'
-                | '\u{203A}'
-                | '\u{2329}'
-                | '\u{232A}'
-                | '\u{276C}'..='\u{2771}'
-                | '\u{27E8}'..='\u{27EB}'
-                | '\u{2991}'..='\u{2998}'
-                | '\u{29FC}'
-                | '\u{29FD}'
-                | '\u{3008}'..='\u{300B}'
-                | '\u{FE3D}'..='\u{FE40}'
-                | '\u{FE64}'
-                | '\u{FE65}'
-                | '\u{FF1C}'
-                | '\u{FF1E}'
-                | '\u{FF40}'
-        )
+    matches!(c, '<' | '>' | '&' | '`') || is_hidden(c) || looks_like_an_angle_bracket(c)
+}
+
+/// Characters a reader does not see, by Unicode property rather than by list: controls (`Cc`),
+/// format characters (`Cf`: zero-width spaces and joiners, direction marks, bidi embeddings,
+/// overrides and isolates, the byte order mark, invisible operators, interlinear annotations,
+/// tag characters), line and paragraph separators (`Zl`, `Zp`), unassigned code points (`Cn`,
+/// which a later Unicode version may make invisible), and the variation selectors
+/// (`Variation_Selector`: U+180B..U+180D, U+180F, U+FE00..U+FE0F, U+E0100..U+E01EF), plus the
+/// few other default-ignorable code points that are letters or marks (the combining grapheme
+/// joiner and the Hangul and Khmer fillers), which render as nothing.
+fn is_hidden(c: char) -> bool {
+    use unicode_general_category::{get_general_category, GeneralCategory as Gc};
+    matches!(
+        get_general_category(c),
+        Gc::Control | Gc::Format | Gc::LineSeparator | Gc::ParagraphSeparator | Gc::Unassigned
+    ) || matches!(
+        c,
+        '\u{180B}'..='\u{180D}'
+            | '\u{180F}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{E0100}'..='\u{E01EF}'
+            | '\u{034F}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{3164}'
+            | '\u{FFA0}'
+    )
+}
+
+/// Characters drawn like `<` or `>` (no Unicode property names them).
+fn looks_like_an_angle_bracket(c: char) -> bool {
+    matches!(
+        c,
+        '\u{02C2}'
+            | '\u{02C3}'
+            | '\u{1433}'
+            | '\u{1438}'
+            | '\u{2039}'
+            | '\u{203A}'
+            | '\u{2329}'
+            | '\u{232A}'
+            | '\u{276C}'..='\u{2771}'
+            | '\u{27E8}'..='\u{27EB}'
+            | '\u{2991}'..='\u{2998}'
+            | '\u{29FC}'
+            | '\u{29FD}'
+            | '\u{3008}'..='\u{300B}'
+            | '\u{FE3D}'..='\u{FE40}'
+            | '\u{FE64}'
+            | '\u{FE65}'
+            | '\u{FF1C}'
+            | '\u{FF1E}'
+            | '\u{FF40}'
+    )
 }

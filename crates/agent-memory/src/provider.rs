@@ -14,6 +14,7 @@
 //! | reply with records | [`PageBuilder::for_page`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
 //! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
+//! | bound and match a `search` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]), [`search_contains`] for the match, [`search_prefilter`] for a datastore whose own substring function is not linear |
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
 //!
 //! Then run the conformance suite (feature `conformance`) against a real instance of the
@@ -50,6 +51,10 @@ use crate::scope::MemoryScope;
 
 pub use crate::error::BoxError;
 pub use crate::page::{CursorKind, KeyPage, NamePage};
+pub use crate::search_scan::{
+    contains as search_contains, prefilter as search_prefilter, SearchScan,
+    DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
+};
 pub use crate::write::{WriteCondition, WriteParts};
 
 /// A cursor for the operation `kind` in `scope`, continuing after the key `position`, for a

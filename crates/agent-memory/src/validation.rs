@@ -14,7 +14,7 @@
 //! | `metadata` + `source` | at most [`MAX_METADATA_SOURCE_BYTES`] bytes together as compact JSON |
 //! | `expires_at` | after the provider's "now" |
 //! | `limit` | 1 to [`MAX_PAGE_LIMIT`] |
-//! | search `query` | 1 to [`MAX_CONTENT_BYTES`] bytes, no NUL |
+//! | search `query` | 1 to [`MAX_QUERY_BYTES`] bytes, no NUL |
 //! | revision | 1 to [`MAX_REVISION_BYTES`] printable ASCII bytes |
 //!
 //! NUL (U+0000) is rejected everywhere because PostgreSQL cannot store it in text; rejecting it
@@ -47,6 +47,9 @@ pub const MAX_ID_BYTES: usize = 128;
 pub const MAX_PAGE_LIMIT: usize = 100;
 /// Longest revision token, in bytes.
 pub const MAX_REVISION_BYTES: usize = 128;
+/// Longest search query, in bytes (1 KiB). A longer query says nothing a shorter one cannot,
+/// and the length bounds what one comparison costs the datastore.
+pub const MAX_QUERY_BYTES: usize = 1_024;
 
 /// Checks an application id, user id, namespace or source field.
 ///
@@ -234,10 +237,10 @@ pub fn query(query: &str) -> Result<()> {
     if query.is_empty() {
         return Err(MemoryError::invalid("query", "must not be empty"));
     }
-    if query.len() > MAX_CONTENT_BYTES {
+    if query.len() > MAX_QUERY_BYTES {
         return Err(MemoryError::invalid(
             "query",
-            format!("must be at most {MAX_CONTENT_BYTES} bytes"),
+            format!("must be at most {MAX_QUERY_BYTES} bytes"),
         ));
     }
     no_nul("query", query)

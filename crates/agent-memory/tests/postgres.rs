@@ -335,6 +335,112 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
 }
 
 #[tokio::test]
+async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
+    let table = unique("search_bytes");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_bytes(250)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    let query = format!("{}needle", "y".repeat(20));
+    for n in 0..10 {
+        // Every record holds the query's first 16 bytes; only key-07 holds all of it.
+        let content = if n == 7 {
+            format!("{query}{}", "x".repeat(74))
+        } else {
+            format!("{}{}", "y".repeat(20), "x".repeat(80))
+        };
+        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    let mut calls = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .search(&s, &query, PageRequest::new(10).after_opt(cursor.take()))
+            .await
+            .expect("search");
+        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
+    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
+    assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
+    let paged = store.search(&s, &query, PageRequest::new(1)).await.expect("search");
+    assert!(paged.items.is_empty() && paged.next_cursor.is_some());
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
+async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
+    let table = unique("erase_ns");
+    let application_name = unique("erase_ns_app");
+    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
+    let store = Arc::new(
+        PostgresMemoryStore::builder(&url)
+            .expect("url")
+            .table(table.clone())
+            .erase_batch_size(2)
+            .build()
+            .expect("config"),
+    );
+    store.start().await.expect("start");
+    let s = scope("app", "user-1").with_namespace("notes").expect("namespace");
+    for k in 0..5 {
+        store.put(&s, &format!("k{k}"), MemoryWrite::new("x")).await.expect("put");
+    }
+    let kept = scope("app", "user-1");
+    store.put(&kept, "k0", MemoryWrite::new("kept")).await.expect("put");
+
+    // Hold the lock of the last row, so the third batch blocks; kill it there.
+    let admin = raw(&shared_url()).await;
+    let locker = raw(&shared_url()).await;
+    locker.batch_execute("BEGIN").await.expect("begin");
+    let locked = locker
+        .execute(
+            &format!(
+                "SELECT 1 FROM public.\"{table}\" \
+                 WHERE user_id = 'user-1' AND namespace = 'notes' AND key = 'k4' FOR UPDATE"
+            ),
+            &[],
+        )
+        .await
+        .expect("lock");
+    assert_eq!(locked, 1);
+    let erasing = {
+        let (store, s) = (Arc::clone(&store), s.clone());
+        tokio::spawn(async move { store.delete_all(&s).await })
+    };
+    let pid = blocked_backend(&admin, &application_name).await;
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
+    let err = erasing.await.expect("join").unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    locker.batch_execute("ROLLBACK").await.expect("rollback");
+
+    let count_sql = format!(
+        "SELECT count(*) FROM public.\"{table}\" WHERE user_id = 'user-1' AND namespace = $1"
+    );
+    let left: i64 = admin.query_one(&count_sql, &[&"notes"]).await.expect("count").get(0);
+    assert_eq!(left, 1, "the two batches before the blocked one were committed");
+    assert_eq!(store.delete_all(&s).await.expect("the retry succeeds"), 1);
+    let left: i64 = admin.query_one(&count_sql, &[&"notes"]).await.expect("count").get(0);
+    assert_eq!(left, 0);
+    assert!(store.get(&kept, "k0").await.expect("get").is_some(), "other namespaces stay");
+    store.close().await.expect("close");
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+#[tokio::test]
 async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     let table = unique("erase");
     let application_name = unique("erase_app");

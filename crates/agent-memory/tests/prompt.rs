@@ -23,6 +23,10 @@ const HOSTILE: &[&str] = &[
     "bidi \u{202E}desrever\u{202C} \u{2066}isolate\u{2069}",
     "separators\u{2028}line\u{2029}paragraph\u{85}next",
     "tags \u{E0001}\u{E0049}\u{E0067}\u{E007F}",
+    // Format characters and variation selectors no hand-written list had: Arabic number sign,
+    // Kaithi number sign, musical beam and ligature controls, Egyptian hieroglyph joiners,
+    // shorthand format controls, emoji and ideographic variation selectors, Mongolian ones.
+    "format \u{0600}\u{110BD}\u{1D173}\u{1D17A}\u{13430}\u{1BCA0}\u{FE0F}\u{E0100}\u{180B}\u{180F}",
     "controls \u{1b}[2J\u{7f}\u{9b}\u{7}",
     "emoji 🦀 and CJK 記憶 and Ελληνικά and עברית",
     "",
@@ -56,6 +60,21 @@ fn check_block(block: &str) -> Vec<Value> {
             assert!(
                 !matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}'),
                 "raw invisible {c:?} in {line}"
+            );
+            assert!(
+                !matches!(
+                    c,
+                    '\u{0600}'
+                        | '\u{110BD}'
+                        | '\u{1D173}'
+                        | '\u{1D17A}'
+                        | '\u{13430}'
+                        | '\u{1BCA0}'
+                        | '\u{FE00}'..='\u{FE0F}'
+                        | '\u{E0100}'..='\u{E01EF}'
+                        | '\u{180B}'..='\u{180F}'
+                ),
+                "raw format character or variation selector {c:?} in {line}"
             );
             assert!(
                 !matches!(

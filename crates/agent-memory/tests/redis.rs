@@ -161,6 +161,71 @@ async fn search_scans_a_bounded_number_of_keys_per_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
+    let store =
+        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(250).build().unwrap();
+    store.start().await.unwrap();
+    let scope = MemoryScope::new(app(), "user").unwrap();
+    let query = format!("{}needle", "y".repeat(20));
+    for n in 0..10 {
+        // Every record holds the query's first 16 bytes; only key-07 holds all of it.
+        let content = if n == 7 {
+            format!("{query}{}", "x".repeat(74))
+        } else {
+            format!("{}{}", "y".repeat(20), "x".repeat(80))
+        };
+        store.put(&scope, &format!("key-{n:02}"), MemoryWrite::new(content)).await.unwrap();
+    }
+    let mut calls = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .search(&scope, &query, PageRequest::new(10).after_opt(cursor.take()))
+            .await
+            .unwrap();
+        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
+    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
+    assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erase_batches_larger_than_lua_can_unpack_still_erase() {
+    let server = RedisServer::start();
+    let store =
+        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(10_000).build().unwrap();
+    store.start().await.unwrap();
+    let store = Arc::new(store);
+    let app = app();
+    let user = MemoryScope::new(&app, "many").unwrap();
+    let notes = user.with_namespace("notes").unwrap();
+    // 10,050 records in one namespace (more than Lua's unpack takes at once), 20 in another.
+    let mut writers = Vec::new();
+    for w in 0..8 {
+        let (store, scope) = (Arc::clone(&store), user.clone());
+        writers.push(tokio::spawn(async move {
+            for n in (w..10_050).step_by(8) {
+                store.put(&scope, &format!("k{n:05}"), MemoryWrite::new("v")).await.unwrap();
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    for n in 0..20 {
+        store.put(&notes, &format!("k{n}"), MemoryWrite::new("v")).await.unwrap();
+    }
+    assert_eq!(store.delete_all(&notes).await.unwrap(), 20);
+    assert_eq!(store.delete_user(&app, "many").await.unwrap(), 10_050);
+    assert_eq!(server.dbsize(), 0, "no key of the user is left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durability_is_required() {
     let server = RedisServer::start_with(&["--save", "", "--appendonly", "no"]);
     let lenient = RedisMemoryStore::from_url(&server.url()).unwrap();

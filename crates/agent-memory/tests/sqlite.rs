@@ -260,6 +260,116 @@ async fn small_search_scans_and_erase_batches_still_cover_everything() {
     store.close().await.expect("close");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_byte_budget_bounds_each_call() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = SqliteMemoryStore::builder(dir.path().join("budget.db"))
+        .search_scan_bytes(250)
+        .build()
+        .expect("valid options");
+    store.start().await.expect("start");
+    let s = scope("byte-budget");
+    for n in 0..10 {
+        let content = if n == 7 { format!("{}needle", "x".repeat(94)) } else { "x".repeat(100) };
+        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
+    let mut calls = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .search(&s, "needle", PageRequest::new(10).after_opt(cursor.take()))
+            .await
+            .expect("search");
+        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three records per call: {calls:?}");
+    assert_eq!(calls.concat(), ["key-07"]);
+    assert_eq!(calls[2], ["key-07"], "the third call inspects keys 06 to 08");
+    store.close().await.expect("close");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn created_files_and_folders_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let mode = |path: &Path| {
+        std::fs::metadata(path).expect("the file exists").permissions().mode() & 0o777
+    };
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("new").join("nested").join("memories.db");
+    let store = SqliteMemoryStore::new(&path);
+    store.start().await.expect("start creates the folders and the file");
+    store.put(&scope("private"), "k", MemoryWrite::new("v")).await.expect("put");
+    assert_eq!(mode(&dir.path().join("new")), 0o700, "a created folder is the owner's only");
+    assert_eq!(mode(&dir.path().join("new/nested")), 0o700, "every created folder");
+    assert_eq!(mode(&path), 0o600, "the database file");
+    let wal = path.with_file_name("memories.db-wal");
+    let shm = path.with_file_name("memories.db-shm");
+    assert_eq!(mode(&wal), 0o600, "the write-ahead log");
+    assert_eq!(mode(&shm), 0o600, "the shared-memory index");
+    store.close().await.expect("close");
+
+    // An existing folder and file keep what their owner chose.
+    let open_dir = tempfile::tempdir().expect("a temporary folder");
+    std::fs::set_permissions(open_dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let existing = open_dir.path().join("shared.db");
+    std::fs::write(&existing, b"").expect("an empty file");
+    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    let store = SqliteMemoryStore::new(&existing);
+    store.start().await.expect("start on an empty file");
+    assert_eq!(mode(open_dir.path()), 0o755);
+    assert_eq!(mode(&existing), 0o640);
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("erase.db");
+    let wal = dir.path().join("erase.db-wal");
+    let store = SqliteMemoryStore::new(&path);
+    store.start().await.expect("start");
+    let contains = |file: &Path, needle: &str| {
+        let bytes = std::fs::read(file).unwrap_or_default();
+        bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+    };
+    let kept = scope("kept-user");
+    store.put(&kept, "k", MemoryWrite::new("KEPT-CONTENT")).await.expect("put");
+    for (erase_user, user) in [(false, "namespace-eraser"), (true, "user-eraser")] {
+        let s = scope(user).with_namespace("notes").expect("valid namespace");
+        let marker = format!("MARKER-{user}-5e1f");
+        for n in 0..50 {
+            let content = format!("{marker} {n} {}", "q".repeat(2_000));
+            store.put(&s, &format!("key-{n}"), MemoryWrite::new(content)).await.expect("put");
+        }
+        assert!(
+            contains(&path, &marker) || contains(&wal, &marker),
+            "the marker was written (the test would prove nothing otherwise)"
+        );
+        let removed = if erase_user {
+            store.delete_user("sqlite-tests", user).await.expect("delete_user")
+        } else {
+            store.delete_all(&s).await.expect("delete_all")
+        };
+        assert_eq!(removed, 50);
+        // The store is still open: nothing waits for close() to checkpoint.
+        assert!(!contains(&path, &marker), "{marker} is still in the database file");
+        assert!(!contains(&wal, &marker), "{marker} is still in the write-ahead log");
+    }
+    assert_eq!(
+        store.get(&kept, "k").await.expect("get").map(|r| r.content).as_deref(),
+        Some("KEPT-CONTENT")
+    );
+    store.close().await.expect("close");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Several stores and processes on one file
 

@@ -225,9 +225,14 @@ fn mcp_tool(definition: &ToolDefinition) -> Tool {
         .idempotent(definition.annotations.idempotent)
         // Every tool works only on this server's own store.
         .open_world(false);
-    Tool::new(Cow::Borrowed(definition.name), Cow::Borrowed(definition.description), schema)
-        .with_title(definition.title)
-        .with_annotations(annotations)
+    let tool =
+        Tool::new(Cow::Borrowed(definition.name), Cow::Borrowed(definition.description), schema)
+            .with_title(definition.title)
+            .with_annotations(annotations);
+    match &definition.output_schema {
+        Some(Value::Object(output)) => tool.with_raw_output_schema(Arc::new(output.clone())),
+        _ => tool,
+    }
 }
 
 impl ServerHandler for MemoryServer {
@@ -286,7 +291,14 @@ impl ServerHandler for MemoryServer {
             Ok(reply) => {
                 note(&context, tool, "ok");
                 Ok(match reply {
-                    Reply::Json(result) => CallToolResult::structured(result),
+                    Reply::Json(result) => {
+                        // The text the model reads is escaped like the prompt block; the
+                        // structured copy is the same value.
+                        let text = agent_memory::tools::result_text(&result);
+                        let mut reply = CallToolResult::structured(result);
+                        reply.content = vec![ContentBlock::text(text)];
+                        reply
+                    }
                     Reply::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
                 }
                 .into())

@@ -44,8 +44,11 @@ pub async fn facts_recall_oldest_first_with_truncating_limit(h: Harness) {
         all.windows(2).all(|w| w[0].created_at <= w[1].created_at),
         "created_at never decreases"
     );
+    assert!(!all.truncated, "nothing is left out of a full recall");
     let two = facts.recall(&scope, Some(2)).await.expect("recall with limit");
     assert_eq!(two, all[..2].to_vec(), "limit must keep the oldest facts, not select others");
+    assert!(two.truncated, "a recall that leaves facts out says so");
+    assert!(!facts.recall(&scope, Some(5)).await.expect("recall").truncated, "a limit of all");
     assert_eq!(
         facts.recall(&scope, Some(50)).await.expect("recall").len(),
         5,

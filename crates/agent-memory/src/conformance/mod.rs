@@ -429,6 +429,9 @@ macro_rules! __conformance_case_list {
             search_matches_unicode_literally,
             search_pages_every_match_once,
             search_query_is_validated,
+            search_matches_overlapping_and_repetitive_patterns,
+            search_long_queries_page_only_real_matches,
+            search_budget_returns_a_cursor_and_resuming_finds_the_match,
             // erasure
             delete_reports_whether_a_live_record_existed,
             delete_all_erases_one_namespace,

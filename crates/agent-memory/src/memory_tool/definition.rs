@@ -69,6 +69,8 @@ pub fn definition() -> ToolDefinition {
         title: "Memory files",
         description: DESCRIPTION,
         input_schema,
+        // It answers in text, as the reference memory tool does.
+        output_schema: None,
         annotations: ToolAnnotations { read_only: false, destructive: true, idempotent: false },
     }
 }

@@ -249,8 +249,10 @@ pub(super) fn unexpected(field: &str, command: &str, accepted: &[&str]) -> ToolE
 /// Ours: the store failed. The provider's error goes to the operators' log, never to the
 /// model; `writes` says whether the command may have changed something.
 pub(super) fn unavailable(err: &MemoryError, command: &str, writes: bool) -> ToolError {
+    tracing::warn!(tool = "memory", command, error = %err, "memory tool failed");
+    // The driver's own words can quote stored rows (a PostgreSQL `DETAIL` line): `debug` only.
     let source = std::error::Error::source(err).map(ToString::to_string);
-    tracing::warn!(tool = "memory", command, error = %err, source = ?source, "memory tool failed");
+    tracing::debug!(tool = "memory", command, source = ?source, "memory tool failure detail");
     let mut message = "The memory store is unavailable; try again later.".to_owned();
     if writes {
         message.push_str(

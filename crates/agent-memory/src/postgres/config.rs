@@ -32,6 +32,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default most keys one `search` call inspects.
 pub const DEFAULT_SEARCH_SCAN_LIMIT: usize = 1_000;
+/// Default most content bytes one `search` call inspects (the shared default).
+pub(crate) const DEFAULT_SEARCH_SCAN_BYTES: usize = crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
 /// Default rows one `delete_user` batch removes.
 pub const DEFAULT_ERASE_BATCH_SIZE: usize = 1_000;
 
@@ -52,6 +54,7 @@ pub(crate) struct Options {
     pub(crate) acquire_timeout: Duration,
     pub(crate) setup_schema: bool,
     pub(crate) search_scan_limit: usize,
+    pub(crate) search_scan_bytes: usize,
     pub(crate) erase_batch_size: usize,
     pub(crate) prepared_statements: bool,
 }
@@ -65,6 +68,7 @@ impl Default for Options {
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             setup_schema: true,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
+            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             prepared_statements: true,
         }
@@ -142,7 +146,17 @@ impl PostgresMemoryStoreBuilder {
         self
     }
 
-    /// Rows each `delete_user` batch (one statement, one transaction) removes (default 1,000).
+    /// Most content bytes one `search` call inspects before returning what it found with a
+    /// cursor (default 1 MiB). At least 1; a call always inspects one record, so it reads at
+    /// most this plus one record's content. This bounds how long one call holds a backend,
+    /// whatever is stored (see the provider guide, "Search").
+    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
+        self.options.search_scan_bytes = bytes;
+        self
+    }
+
+    /// Rows each `delete_all` or `delete_user` batch (one statement, one transaction) removes
+    /// (default 1,000).
     /// At least 1.
     pub fn erase_batch_size(mut self, rows: usize) -> Self {
         self.options.erase_batch_size = rows;
@@ -231,6 +245,9 @@ impl PostgresMemoryStoreBuilder {
         }
         if o.search_scan_limit == 0 {
             return Err(MemoryError::invalid("search_scan_limit", "must be at least 1"));
+        }
+        if o.search_scan_bytes == 0 {
+            return Err(MemoryError::invalid("search_scan_bytes", "must be at least 1"));
         }
         if o.erase_batch_size == 0 {
             return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
@@ -402,6 +419,9 @@ fn store_params(
     }
     if let Some(keys) = params.take_parsed("search_scan_limit")? {
         builder = builder.search_scan_limit(keys);
+    }
+    if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
+        builder = builder.search_scan_bytes(bytes);
     }
     if let Some(rows) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(rows);
@@ -686,7 +706,7 @@ mod tests {
         let b = builder(
             "postgres://h/db?schema=s1&table=t1&min_connections=3&max_connections=9\
              &setup_schema=off&connect_timeout=4&acquire_timeout=7&search_scan_limit=50\
-             &erase_batch_size=25",
+             &erase_batch_size=25&search_scan_bytes=4096",
         );
         assert_eq!((b.schema.as_str(), b.table.as_str()), ("s1", "t1"));
         let o = &b.options;
@@ -695,6 +715,7 @@ mod tests {
         assert_eq!(o.connect_timeout, Duration::from_secs(4));
         assert_eq!(o.acquire_timeout, Duration::from_secs(7));
         assert_eq!((o.search_scan_limit, o.erase_batch_size), (50, 25));
+        assert_eq!(o.search_scan_bytes, 4_096);
         let store = b.build().expect("in range");
         assert_eq!(store.names.table(), "\"s1\".\"t1\"");
 
@@ -705,6 +726,7 @@ mod tests {
         assert_eq!(defaults.acquire_timeout, DEFAULT_ACQUIRE_TIMEOUT);
         assert!(defaults.setup_schema);
         assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
+        assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
         assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
 
         // The builder overrides the URL.
@@ -856,13 +878,14 @@ mod tests {
     #[test]
     fn zero_and_out_of_range_values_name_the_option() {
         let base = || builder("postgres://h/db");
-        let cases: [(&str, PostgresMemoryStoreBuilder); 8] = [
+        let cases: [(&str, PostgresMemoryStoreBuilder); 9] = [
             ("max_connections", base().max_connections(0)),
             ("max_connections", base().max_connections(usize::MAX)),
             ("min_connections", base().min_connections(17)),
             ("connect_timeout", base().connect_timeout(Duration::ZERO)),
             ("acquire_timeout", base().acquire_timeout(Duration::ZERO)),
             ("search_scan_limit", base().search_scan_limit(0)),
+            ("search_scan_bytes", base().search_scan_bytes(0)),
             ("erase_batch_size", base().erase_batch_size(0)),
             ("schema", base().schema("")),
         ];
@@ -874,6 +897,7 @@ mod tests {
             "connect_timeout",
             "acquire_timeout",
             "search_scan_limit",
+            "search_scan_bytes",
             "erase_batch_size",
         ] {
             let err = PostgresMemoryStore::from_url(&format!("postgres://h/db?{option}=0"));

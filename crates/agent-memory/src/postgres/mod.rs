@@ -32,8 +32,8 @@ use self::statements::Statements;
 pub use self::tls::SslMode;
 use self::tls::Tls;
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
-use crate::provider::{self, key_cursor, PageBuilder};
+use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::{self, key_cursor, search_contains, search_prefilter, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -241,29 +241,43 @@ impl crate::observe::Backend for PostgresMemoryStore {
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
         let after = page.after.unwrap_or_default();
         let scan = limit_param(self.options.search_scan_limit);
+        let bytes = limit_param(self.options.search_scan_bytes);
         let matches = limit_param(limit + 1);
-        let params: [&(dyn ToSql + Sync); 7] =
-            [&app, &user, &ns, &after, &query_text, &scan, &matches];
+        let needle = search_prefilter(query_text);
+        let params: [&(dyn ToSql + Sync); 8] =
+            [&app, &user, &ns, &after, &needle, &scan, &matches, &bytes];
         let rows = client.query(&self.sql.search, &params).await?;
-        let mut hits = Vec::new();
+        let (mut hits, mut candidates, mut last_candidate) = (Vec::new(), 0usize, None);
         for row in &rows {
-            if column::<bool>(row, 8)? && hits.len() <= limit {
+            if !column::<bool>(row, 8)? {
+                continue;
+            }
+            candidates += 1;
+            last_candidate = Some(row);
+            // The datastore matched the query's first bytes; the whole query is confirmed
+            // here, in linear time.
+            if search_contains(column::<&str>(row, 1)?, query_text) {
                 hits.push(record(scope, row)?);
             }
         }
-        let scanned: i64 = match rows.first() {
-            Some(row) => column(row, 9)?,
-            None => 0,
+        let (scanned, window_rows): (i64, i64) = match rows.first() {
+            Some(row) => (column(row, 9)?, column(row, 10)?),
+            None => (0, 0),
+        };
+        let cursor_at = |row: &tokio_postgres::Row| -> Result<Option<Cursor>> {
+            Ok(Some(key_cursor(CursorKind::Search, scope, column::<&str>(row, 0)?)))
         };
         let next_cursor = if hits.len() > limit {
             hits.truncate(limit);
             hits.last().map(|last| key_cursor(CursorKind::Search, scope, &last.key))
-        } else if scanned >= scan {
-            // The bound was reached: continue after the last key inspected.
+        } else if let Some(row) = last_candidate.filter(|_| candidates > limit) {
+            // As many candidates as a page takes and one more, not all of them matches:
+            // everything up to the last candidate has been looked at.
+            cursor_at(row)?
+        } else if scanned >= scan || scanned < window_rows {
+            // A bound was reached: continue after the last key inspected.
             match rows.last() {
-                Some(row) => {
-                    Some(key_cursor(CursorKind::Search, scope, &column::<String>(row, 0)?))
-                }
+                Some(row) => cursor_at(row)?,
                 None => None,
             }
         } else {
@@ -300,7 +314,21 @@ impl crate::observe::Backend for PostgresMemoryStore {
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        client.execute(&self.sql.delete_all, &[&app, &user, &ns]).await
+        let batch = limit_param(self.options.erase_batch_size);
+        let probe = batch.saturating_add(1);
+        let mut removed: u64 = 0;
+        // One statement per batch, each its own transaction: a namespace of millions of rows
+        // never holds one statement (and its locks) for long. A retry after a failure removes
+        // what is left.
+        loop {
+            let params: [&(dyn ToSql + Sync); 5] = [&app, &user, &ns, &batch, &probe];
+            let row = client.query_one(&self.sql.delete_all, &params).await?;
+            let deleted: i64 = column(&row, 0)?;
+            removed += u64::try_from(deleted).unwrap_or(0);
+            if !column::<bool>(&row, 1)? {
+                return Ok(removed);
+            }
+        }
     }
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {

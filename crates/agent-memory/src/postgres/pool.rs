@@ -4,11 +4,10 @@
 //! unnamed and keeps a connection an error showed broken out of the pool.
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::{Connect, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use futures_util::StreamExt;
 use tokio_postgres::error::Severity;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
@@ -217,25 +216,6 @@ impl Conn {
         self.query_opt(statement, params)
             .await?
             .ok_or_else(|| MemoryError::storage(PROVIDER, "a statement returned no row"))
-    }
-
-    /// Runs `statement` and returns how many rows it changed.
-    pub(crate) async fn execute(
-        &self,
-        statement: &Statement,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64> {
-        if self.prepared {
-            let prepared = self.prepare(statement).await?;
-            let result = self.object()?.execute(&prepared, params).await;
-            return self.check(result, "the statement failed");
-        }
-        let stream = self.object()?.query_typed_raw(&statement.sql, typed(statement, params)).await;
-        let mut stream = pin!(self.check(stream, "the statement failed")?);
-        while let Some(row) = stream.next().await {
-            self.check(row, "the statement failed")?;
-        }
-        Ok(stream.rows_affected().unwrap_or(0))
     }
 }
 

@@ -111,23 +111,39 @@ impl Statements {
             // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
             // Returns the matches among the next $6 keys, plus the last key inspected (flagged
             // by `hit = false` when it does not match) so the caller can continue after it.
+            // The scan window (at most $6 keys), cut where its content bytes reach $8; only
+            // the rows inside the cut are matched. `octet_length` reads the stored length
+            // without detoasting, and `strpos` only looks for the query's first bytes ($5, see
+            // the provider guide, "Search"), so its cost per byte stays small; the provider
+            // confirms each candidate. Returned: candidates up to the $7th and the last row
+            // inspected, with the rows inspected and the rows in the window.
             search: Statement::new(
                 format!(
-                    "SELECT {RECORD_COLUMNS}, hit, scanned FROM ( \
-                   SELECT w.*, \
+                    "SELECT {RECORD_COLUMNS}, hit AND hit_rank <= $7, scanned, window_rows FROM ( \
+                   SELECT b.*, \
                      count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
                        AS hit_rank, \
                      row_number() OVER (ORDER BY key) AS position, \
                      count(*) OVER () AS scanned \
                    FROM ( \
-                     SELECT {RECORD_COLUMNS}, {LIVE} AND strpos(content, $5) > 0 AS hit \
-                     FROM {t} WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
-                   ) w \
+                     SELECT {RECORD_COLUMNS}, window_rows, \
+                       {LIVE} AND strpos(content, $5) > 0 AS hit \
+                     FROM ( \
+                       SELECT {RECORD_COLUMNS}, \
+                         sum(octet_length(content)) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
+                           - octet_length(content) AS bytes_before, \
+                         count(*) OVER () AS window_rows \
+                       FROM ( \
+                         SELECT {RECORD_COLUMNS} FROM {t} \
+                         WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
+                       ) w \
+                     ) a WHERE bytes_before < $8 \
+                   ) b \
                  ) x \
                  WHERE (hit AND hit_rank <= $7) OR position = scanned \
                  ORDER BY key"
                 ),
-                &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8],
+                &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8, INT8],
             ),
             delete: Statement::new(
                 format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
@@ -140,9 +156,21 @@ impl Statements {
                 ),
                 &[TEXT, TEXT, TEXT, TEXT, INT8],
             ),
+            // $4 batch size, $5 batch size + 1: one bounded batch of the namespace, like
+            // `delete_user_batch`, reporting whether more rows were there.
             delete_all: Statement::new(
-                format!("DELETE FROM {t} WHERE {scope}"),
-                &[TEXT, TEXT, TEXT],
+                format!(
+                    "WITH picked AS ( \
+                   SELECT key FROM {t} WHERE {scope} ORDER BY key LIMIT $5 \
+                 ), batch AS ( \
+                   SELECT key FROM picked ORDER BY key LIMIT $4 \
+                 ), gone AS ( \
+                   DELETE FROM {t} WHERE {scope} AND key IN (SELECT key FROM batch) \
+                   RETURNING 1 \
+                 ) \
+                 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM picked) > $4"
+                ),
+                &[TEXT, TEXT, TEXT, INT8, INT8],
             ),
             // $3 batch size, $4 batch size + 1. Deletes one batch and reports whether the
             // snapshot held more rows than the batch.

@@ -20,6 +20,7 @@ use super::conn::Target;
 use super::RedisMemoryStore;
 use crate::connection_url::{ConnectionUrl, HostPort};
 use crate::error::{MemoryError, Result};
+use crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
 use crate::validation;
 
 /// The port of a URL host without one.
@@ -48,6 +49,8 @@ pub(super) struct Options {
     pub(super) list_scan_limit: usize,
     /// Most index entries one `search` call inspects.
     pub(super) search_scan_limit: usize,
+    /// Most content bytes one `search` call inspects.
+    pub(super) search_scan_bytes: usize,
     /// The TLS files and verification of a `rediss` URL.
     pub(super) tls: TlsFiles,
 }
@@ -117,6 +120,7 @@ impl Default for Options {
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             list_scan_limit: DEFAULT_LIST_SCAN_LIMIT,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
+            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             tls: TlsFiles::default(),
         }
     }
@@ -142,6 +146,9 @@ impl Options {
         }
         if self.search_scan_limit == 0 {
             return Err(MemoryError::invalid("search_scan_limit", "must be at least 1"));
+        }
+        if self.search_scan_bytes == 0 {
+            return Err(MemoryError::invalid("search_scan_bytes", "must be at least 1"));
         }
         Ok(())
     }
@@ -328,6 +335,7 @@ fn settings(url: &ConnectionUrl, db: i64) -> RedisConnectionInfo {
 /// | [`erase_batch_size`](Self::erase_batch_size) | `erase_batch_size=N` | 500 | at least 1 |
 /// | [`list_scan_limit`](Self::list_scan_limit) | `list_scan_limit=N` | 1,000 | at least 101 |
 /// | [`search_scan_limit`](Self::search_scan_limit) | `search_scan_limit=N` | 500 | at least 1 |
+/// | [`search_scan_bytes`](Self::search_scan_bytes) | `search_scan_bytes=N` | 1,048,576 | at least 1 |
 /// | [`tls_ca_cert`](Self::tls_ca_cert) | `cacert=PATH` | the system's CAs | `rediss` only |
 /// | [`tls_cert`](Self::tls_cert), [`tls_key`](Self::tls_key) | `cert=PATH`, `key=PATH` | none | `rediss` only, both or neither |
 /// | [`tls_insecure`](Self::tls_insecure) | `insecure=true` | `false` | `rediss` only |
@@ -412,6 +420,9 @@ impl RedisMemoryStoreBuilder {
         if let Some(entries) = params.take_parsed("search_scan_limit")? {
             builder = builder.search_scan_limit(entries);
         }
+        if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
+            builder = builder.search_scan_bytes(bytes);
+        }
         if let Some(path) = params.take("cacert") {
             builder = builder.tls_ca_cert(path);
         }
@@ -468,6 +479,15 @@ impl RedisMemoryStoreBuilder {
     /// reaches it returns what it found with a cursor.
     pub fn search_scan_limit(mut self, entries: usize) -> Self {
         self.options.search_scan_limit = entries;
+        self
+    }
+
+    /// Most content bytes one `search` call inspects (default 1 MiB; at least 1; a call always
+    /// inspects one record, so it reads at most this plus one record's content); a call that
+    /// reaches it returns what it found with a cursor. Redis runs one script at a time, so this
+    /// bounds how long one search keeps every other client waiting, whatever is stored.
+    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
+        self.options.search_scan_bytes = bytes;
         self
     }
 
@@ -595,7 +615,8 @@ mod tests {
         for base in ["redis://h/2", "redis+cluster://h:1,h:2"] {
             let url = format!(
                 "{base}?require_durable=true&response_timeout=3&connect_timeout=2\
-                 &erase_batch_size=7&list_scan_limit=200&search_scan_limit=9"
+                 &erase_batch_size=7&list_scan_limit=200&search_scan_limit=9\
+                 &search_scan_bytes=4096"
             );
             let options = builder(&url).options;
             assert!(options.require_durable);
@@ -604,6 +625,7 @@ mod tests {
             assert_eq!(options.erase_batch_size, 7);
             assert_eq!(options.list_scan_limit, 200);
             assert_eq!(options.search_scan_limit, 9);
+            assert_eq!(options.search_scan_bytes, 4_096);
         }
         let defaults = builder("redis://h").options;
         assert!(!defaults.require_durable);
@@ -612,6 +634,7 @@ mod tests {
         assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
         assert_eq!(defaults.list_scan_limit, DEFAULT_LIST_SCAN_LIMIT);
         assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
+        assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
         // A builder method overrides the URL.
         let options = builder("redis://h?erase_batch_size=7").erase_batch_size(8).options;
         assert_eq!(options.erase_batch_size, 8);
@@ -648,6 +671,7 @@ mod tests {
         assert_eq!(set(b().erase_batch_size(0)), Some("erase_batch_size"));
         assert_eq!(set(b().list_scan_limit(100)), Some("list_scan_limit"));
         assert_eq!(set(b().search_scan_limit(0)), Some("search_scan_limit"));
+        assert_eq!(set(b().search_scan_bytes(0)), Some("search_scan_bytes"));
         assert_eq!(set(b().list_scan_limit(101).erase_batch_size(1).search_scan_limit(1)), None);
         for (param, option) in [
             ("response_timeout=0", "response_timeout"),
@@ -655,6 +679,7 @@ mod tests {
             ("erase_batch_size=0", "erase_batch_size"),
             ("list_scan_limit=1", "list_scan_limit"),
             ("search_scan_limit=0", "search_scan_limit"),
+            ("search_scan_bytes=0", "search_scan_bytes"),
         ] {
             let err = builder(&format!("redis://h?{param}")).build().unwrap_err();
             assert_eq!(field(&err), option, "{param}");

@@ -28,7 +28,7 @@ use self::keys::{floor_key, hex, namespaces_key, unhex, user_prefix, ScopeKeys};
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
-use crate::provider::{self, key_cursor};
+use crate::provider::{self, key_cursor, search_contains, search_prefilter};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -132,24 +132,43 @@ impl RedisMemoryStore {
         } else {
             self.options.list_scan_limit
         };
+        // Search sends only the query's first bytes, which `string.find` matches at a small
+        // cost per byte; a longer query is confirmed here, with the linear matcher.
+        let needle = if query.is_empty() { query } else { search_prefilter(query) };
+        let exact = needle.len() == query.len();
+        let byte_budget = if query.is_empty() {
+            String::new()
+        } else {
+            self.options.search_scan_bytes.to_string()
+        };
         let mut call = Call::new(&SCRIPTS.page, 1);
         call.arg(keys.index())
             .arg(keys.record_prefix())
             .arg(start)
             .arg(limit)
             .arg(budget)
-            .arg(query)
-            .arg(end);
+            .arg(needle)
+            .arg(end)
+            .arg(byte_budget)
+            .arg(if exact { "1" } else { "0" });
         let Value::Array(items) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
         let mut items = items.into_iter();
-        let cursor = opt_text(items.next().ok_or_else(unexpected_reply)?)?;
-        let mut records = Vec::with_capacity(limit);
+        let mut cursor = opt_text(items.next().ok_or_else(unexpected_reply)?)?;
+        let mut records = Vec::with_capacity(limit + 1);
         while let Some(key) = items.next() {
             let key = text(key)?;
             let stored = items.next().ok_or_else(unexpected_reply)?;
-            records.push(decode_record(scope, key, stored)?);
+            let record = decode_record(scope, key, stored)?;
+            if exact || search_contains(&record.content, query) {
+                records.push(record);
+            }
+        }
+        if records.len() > limit {
+            // Of limit + 1 candidates, all matched: a full page, and more may follow.
+            records.truncate(limit);
+            cursor = records.last().map(|last| last.key.clone());
         }
         Ok(MemoryPage {
             items: records,

@@ -16,6 +16,7 @@ use percent_encoding::percent_decode_str;
 use super::SqliteMemoryStore;
 use crate::connection_url::ConnectionUrl;
 use crate::error::{MemoryError, Result};
+use crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
 use crate::time::{Clock, SystemClock};
 
 /// Default time a writer waits for another connection's write lock.
@@ -61,6 +62,7 @@ pub(super) struct Settings {
     pub(super) read_only: bool,
     pub(super) readers: usize,
     pub(super) search_scan_limit: usize,
+    pub(super) search_scan_bytes: usize,
     pub(super) erase_batch_size: usize,
     pub(super) cache_kib: u32,
     pub(super) mmap_bytes: u64,
@@ -74,6 +76,7 @@ impl Default for Settings {
             read_only: false,
             readers: DEFAULT_READERS,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
+            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             cache_kib: CACHE_KIB,
             mmap_bytes: MMAP_BYTES,
@@ -96,6 +99,7 @@ impl Settings {
         }
         at_least_one("readers", self.readers)?;
         at_least_one("search_scan_limit", self.search_scan_limit)?;
+        at_least_one("search_scan_bytes", self.search_scan_bytes)?;
         at_least_one("erase_batch_size", self.erase_batch_size)?;
         // The batch size is bound as a SQL `LIMIT`, a 64-bit signed integer.
         if i64::try_from(self.erase_batch_size).is_err() {
@@ -188,6 +192,16 @@ impl SqliteMemoryStoreBuilder {
         self
     }
 
+    /// The most content bytes one `search` call inspects before it returns what it found, with
+    /// a cursor to continue (default 1 MiB, at least 1; a call always inspects one record, so
+    /// it reads at most this plus one record's content). This bounds what one call costs
+    /// whatever is stored: the matcher is linear, so time follows bytes. URL parameter
+    /// `search_scan_bytes`.
+    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
+        self.settings.search_scan_bytes = bytes;
+        self
+    }
+
     /// The most records one transaction of `delete_all` or `delete_user` removes (default
     /// 1,000, at least 1). Other writers, in this process or another, get the write lock
     /// between batches, so a smaller value locks them out for shorter times. URL parameter
@@ -201,7 +215,8 @@ impl SqliteMemoryStoreBuilder {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming the option (`busy_timeout`, `readers`,
-    /// `search_scan_limit` or `erase_batch_size`) when one is zero or out of range.
+    /// `search_scan_limit`, `search_scan_bytes` or `erase_batch_size`) when one is zero or out
+    /// of range.
     pub fn build(self) -> Result<SqliteMemoryStore> {
         self.settings.check()?;
         Ok(unstarted(self.path, self.clock, self.settings))
@@ -237,7 +252,8 @@ impl SqliteMemoryStore {
 
     /// An unstarted store from `sqlite:PATH` or `sqlite://PATH`, with options as query
     /// parameters named like the builder methods: `mode=ro|rwc`, `synchronous=normal|full`,
-    /// `readers`, `busy_timeout` (whole seconds), `search_scan_limit`, `erase_batch_size`. See
+    /// `readers`, `busy_timeout` (whole seconds), `search_scan_limit`, `search_scan_bytes`,
+    /// `erase_batch_size`. See
     /// the [module docs](crate::sqlite#opening).
     ///
     /// ```
@@ -327,6 +343,9 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     if let Some(limit) = params.take_parsed("search_scan_limit")? {
         builder = builder.search_scan_limit(limit);
     }
+    if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
+        builder = builder.search_scan_bytes(bytes);
+    }
     if let Some(size) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(size);
     }
@@ -378,6 +397,7 @@ impl fmt::Debug for SqliteMemoryStoreBuilder {
             .field("read_only", &self.settings.read_only)
             .field("readers", &self.settings.readers)
             .field("search_scan_limit", &self.settings.search_scan_limit)
+            .field("search_scan_bytes", &self.settings.search_scan_bytes)
             .field("erase_batch_size", &self.settings.erase_batch_size)
             .finish_non_exhaustive()
     }
@@ -421,6 +441,7 @@ mod tests {
         assert!(!defaults.read_only);
         assert_eq!(defaults.readers, 4);
         assert_eq!(defaults.search_scan_limit, 1_000);
+        assert_eq!(defaults.search_scan_bytes, 1_048_576);
         assert_eq!(defaults.erase_batch_size, 1_000);
         let url = settings("sqlite:m.db");
         assert_eq!(format!("{url:?}"), format!("{defaults:?}"), "no parameter, no change");
@@ -435,6 +456,7 @@ mod tests {
         assert_eq!(settings("sqlite:m.db?readers=2").readers, 2);
         assert_eq!(settings("sqlite:m.db?busy_timeout=30").busy_timeout, Duration::from_secs(30));
         assert_eq!(settings("sqlite:m.db?search_scan_limit=50").search_scan_limit, 50);
+        assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").search_scan_bytes, 4_096);
         assert_eq!(settings("sqlite:m.db?erase_batch_size=10").erase_batch_size, 10);
         let all = settings(
             "sqlite:m.db?mode=ro&synchronous=full&readers=1&busy_timeout=1\
@@ -485,6 +507,8 @@ mod tests {
             ("busy_timeout", builder().busy_timeout(Duration::from_micros(999)).build()),
             ("busy_timeout", builder().busy_timeout(Duration::from_secs(2_147_484)).build()),
             ("search_scan_limit", builder().search_scan_limit(0).build()),
+            ("search_scan_bytes", builder().search_scan_bytes(0).build()),
+            ("search_scan_bytes", SqliteMemoryStore::from_url("sqlite:m.db?search_scan_bytes=0")),
             ("erase_batch_size", builder().erase_batch_size(0).build()),
             ("readers", SqliteMemoryStore::from_url("sqlite:m.db?readers=0")),
             ("busy_timeout", SqliteMemoryStore::from_url("sqlite:m.db?busy_timeout=0")),

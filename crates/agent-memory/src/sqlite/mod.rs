@@ -3,6 +3,7 @@
 mod codec;
 mod config;
 mod error;
+mod files;
 mod pool;
 mod schema;
 mod statements;
@@ -18,6 +19,7 @@ use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::provider::SearchScan;
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -85,6 +87,28 @@ impl SqliteMemoryStore {
         drop(pool);
         reply.await.map_err(|_| detected("a database task stopped before replying"))?
     }
+
+    /// After an erasure, best effort: moves the zeroed pages into the database file and empties
+    /// the write-ahead log, so neither file keeps the erased content (see "Erasure" in the
+    /// module docs). A failure or a reader still on the log leaves the erasure itself intact
+    /// (it has committed) and is only logged; the log is emptied by a later checkpoint.
+    async fn truncate_log(&self) {
+        let Ok(pool) = self.pool() else { return };
+        let Ok(reply) = pool.checkpoint() else { return };
+        drop(pool);
+        match reply.await {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => {
+                tracing::debug!(
+                    "the write-ahead log was in use; erased pages reach the file later"
+                );
+            }
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "checkpointing after an erasure failed");
+            }
+            Err(_) => {}
+        }
+    }
 }
 
 /// No `db.namespace`: the only name a file has is its path, which stays out of telemetry.
@@ -102,15 +126,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let settings = self.settings.clone();
         let pool = off_runtime(move || {
             if !settings.read_only {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|err| {
-                        MemoryError::storage_from(
-                            PROVIDER,
-                            "creating the database folder failed",
-                            err,
-                        )
-                    })?;
-                }
+                files::create_private(&path)?;
             }
             Pool::open(&path, &settings)
         })
@@ -169,9 +185,9 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let page = page.key_page(CursorKind::Search, scope)?;
         let now = self.clock.now();
         let (scope, query) = (scope.clone(), query.to_owned());
-        let scan_limit = self.settings.search_scan_limit;
-        self.reading(move |conn| statements::search(conn, &scope, &query, &page, now, scan_limit))
-            .await
+        let scan =
+            SearchScan::new(self.settings.search_scan_limit, self.settings.search_scan_bytes);
+        self.reading(move |conn| statements::search(conn, &scope, &query, &page, now, scan)).await
     }
 
     async fn delete(
@@ -199,6 +215,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
             // Each batch is its own transaction, so other writers get the lock in between; a
             // batch short of the size means nothing is left.
             if batch < self.erase_batch_size() {
+                self.truncate_log().await;
                 return Ok(removed);
             }
         }
@@ -215,6 +232,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
                 .await?;
             removed += batch;
             if batch < self.erase_batch_size() {
+                self.truncate_log().await;
                 return Ok(removed);
             }
         }

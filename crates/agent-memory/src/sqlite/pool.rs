@@ -14,6 +14,11 @@
 //! had succeeded gets a `Storage` error (its write may or may not have committed). Jobs of one
 //! group run one after another under the write lock, so a compare-and-set still sees every
 //! write before it.
+//!
+//! **Checkpoints.** After an erasure the store asks the writer thread for a
+//! `wal_checkpoint(TRUNCATE)`, which runs between groups (a checkpoint cannot run inside a
+//! transaction): it copies the zeroed pages into the database file and empties the log, so no
+//! old frame holding erased content stays behind.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,7 +43,7 @@ const MAX_GROUP: usize = 64;
 /// jobs already queued, closes its connection and exits.
 #[derive(Debug)]
 pub(super) struct Pool {
-    writer: Option<Sender<Box<dyn WriteJob>>>,
+    writer: Option<Sender<ToWriter>>,
     /// Write jobs sent and not yet taken by the writer thread, for its queue-depth gauge.
     waiting: Arc<AtomicUsize>,
     /// One channel per reader thread, served in turn.
@@ -49,6 +54,15 @@ pub(super) struct Pool {
 }
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+/// What the writer thread receives.
+enum ToWriter {
+    /// A write, run in the next group's transaction.
+    Job(Box<dyn WriteJob>),
+    /// A `wal_checkpoint(TRUNCATE)` once the writes queued before it have committed; the reply
+    /// says whether the log could be emptied.
+    Checkpoint(oneshot::Sender<Result<bool>>),
+}
 
 /// A write waiting for the writer thread.
 trait WriteJob: Send {
@@ -128,7 +142,7 @@ impl Pool {
             read_txs.push(read_tx);
             threads.push(spawn("amem-sql-reader", move || reader_loop(conn, read_rx))?);
         }
-        let (write_tx, write_rx) = mpsc::channel::<Box<dyn WriteJob>>();
+        let (write_tx, write_rx) = mpsc::channel::<ToWriter>();
         let waiting = Arc::new(AtomicUsize::new(0));
         let queue = Arc::clone(&waiting);
         threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx, &queue))?);
@@ -151,10 +165,23 @@ impl Pool {
         let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
         let writer = self.writer.as_ref().ok_or_else(stopped)?;
         self.waiting.fetch_add(1, Ordering::Relaxed);
-        if writer.send(job).is_err() {
+        if writer.send(ToWriter::Job(job)).is_err() {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(stopped());
         }
+        Ok(receiver)
+    }
+
+    /// Queues a `wal_checkpoint(TRUNCATE)` for the writer thread, after the writes queued
+    /// before it; the reply is true when the log was emptied (false when a reader still used
+    /// it).
+    pub(super) fn checkpoint(&self) -> Result<oneshot::Receiver<Result<bool>>> {
+        let (reply, receiver) = oneshot::channel();
+        self.writer
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(ToWriter::Checkpoint(reply))
+            .map_err(|_| stopped())?;
         Ok(receiver)
     }
 
@@ -239,25 +266,47 @@ fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
     close_connection(conn)
 }
 
-fn writer_loop(
-    conn: Connection,
-    jobs: Receiver<Box<dyn WriteJob>>,
-    waiting: &AtomicUsize,
-) -> Result<()> {
-    while let Ok(first) = jobs.recv() {
+fn writer_loop(conn: Connection, jobs: Receiver<ToWriter>, waiting: &AtomicUsize) -> Result<()> {
+    let mut next = jobs.recv().ok();
+    while let Some(message) = next.take() {
+        let first = match message {
+            ToWriter::Job(job) => job,
+            ToWriter::Checkpoint(reply) => {
+                let _ = reply.send(checkpoint(&conn));
+                next = jobs.recv().ok();
+                continue;
+            }
+        };
         let mut group = Vec::with_capacity(MAX_GROUP);
         group.push(first);
         while group.len() < MAX_GROUP {
             match jobs.try_recv() {
-                Ok(job) => group.push(job),
+                Ok(ToWriter::Job(job)) => group.push(job),
+                // Runs once this group has committed.
+                Ok(checkpoint) => {
+                    next = Some(checkpoint);
+                    break;
+                }
                 Err(_) => break,
             }
         }
         let left = waiting.fetch_sub(group.len(), Ordering::Relaxed).saturating_sub(group.len());
         crate::observe::writer(group.len(), left);
         commit_group(&conn, group);
+        if next.is_none() {
+            next = jobs.recv().ok();
+        }
     }
     close_connection(conn)
+}
+
+/// `wal_checkpoint(TRUNCATE)` on the writer's connection, outside any transaction: true when
+/// every frame reached the database file and the log was emptied.
+fn checkpoint(conn: &Connection) -> Result<bool> {
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+        .map_err(storage("checkpointing the write-ahead log failed"))?;
+    Ok(busy == 0)
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {

@@ -15,7 +15,7 @@ use super::error::{storage, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage};
-use crate::provider::{self, key_cursor, PageBuilder};
+use crate::provider::{self, key_cursor, search_contains, PageBuilder, SearchScan};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::time::Timestamp;
@@ -219,27 +219,29 @@ pub(super) fn list(
     Ok(reply.finish(false))
 }
 
-/// Pages live records containing `query`, inspecting at most `scan_limit` keys (the store's
-/// [`search_scan_limit`](super::SqliteMemoryStoreBuilder::search_scan_limit), at least 1).
+/// Pages live records containing `query`, inspecting records while `scan` has room (the
+/// store's [`search_scan_limit`](super::SqliteMemoryStoreBuilder::search_scan_limit) and
+/// [`search_scan_bytes`](super::SqliteMemoryStoreBuilder::search_scan_bytes)).
 pub(super) fn search(
     conn: &Connection,
     scope: &MemoryScope,
     query: &str,
     page: &KeyPage,
     now: Timestamp,
-    scan_limit: usize,
+    mut scan: SearchScan,
 ) -> Result<MemoryPage> {
     let limit = page.limit;
     let what = "searching records failed";
-    // `instr` compares the UTF-8 bytes exactly: a literal, case-sensitive match in which no
-    // character is special. Only matching rows have their other columns read.
+    // The match runs here, on the content SQLite hands over without a copy: `instr` compares
+    // the whole query at every position (quadratic on repetitive text), the shared matcher is
+    // linear. Only matching rows are decoded.
     let mut stmt = conn
         .prepare_cached(concat!(
             "SELECT ",
             record_columns!(),
             ", ",
-            live!("?6"),
-            " AND instr(content, ?5) > 0 FROM memory_records ",
+            live!("?5"),
+            " FROM memory_records ",
             "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 ORDER BY key"
         ))
         .map_err(storage(what))?;
@@ -249,34 +251,37 @@ pub(super) fn search(
             scope.user_id(),
             scope.namespace_or_empty(),
             page.after.as_deref().unwrap_or(""),
-            query,
             now.as_micros(),
         ])
         .map_err(storage(what))?;
     let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit);
-    let mut inspected = 0usize;
     let mut last_inspected: Option<String> = None;
     let mut position: Option<String> = None;
-    while let Some(row) = rows.next().map_err(storage(what))? {
-        if inspected == scan_limit {
-            // A key follows the bounded scan: the next call continues after the last key
-            // inspected.
-            position = last_inspected.take();
+    while scan.has_room() {
+        let Some(row) = rows.next().map_err(storage(what))? else {
+            last_inspected = None;
             break;
-        }
-        inspected += 1;
-        let hit: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
-        if hit {
+        };
+        let content = row.get_ref(1).and_then(|v| Ok(v.as_str()?)).map_err(storage(what))?;
+        scan.inspect(content.len());
+        let live: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
+        if live && search_contains(content, query) {
             if items.len() == limit {
                 // Another match follows a full page.
                 position = items.last().map(|last| last.key.clone());
+                last_inspected = None;
                 break;
             }
             items.push(decode(row, scope)?);
         }
-        if inspected == scan_limit {
+        if !scan.has_room() {
             last_inspected = Some(row.get(0).map_err(storage(what))?);
         }
+    }
+    if position.is_none() && last_inspected.is_some() {
+        // A bound ran out: the next call continues after the last key inspected (and finds
+        // nothing if that was the last one).
+        position = last_inspected;
     }
     let next_cursor = position.map(|key| key_cursor(CursorKind::Search, scope, &key));
     Ok(MemoryPage { items, next_cursor })

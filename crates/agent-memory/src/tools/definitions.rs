@@ -60,6 +60,10 @@ pub struct ToolDefinition {
     pub description: &'static str,
     /// JSON Schema of the arguments: an object with `"additionalProperties": false`.
     pub input_schema: Value,
+    /// JSON Schema of the result object (MCP's `outputSchema`), for a tool whose result is a
+    /// JSON object (every tool of [`definitions`] and [`fact_definitions`]); `None` for a tool
+    /// that answers in text.
+    pub output_schema: Option<Value>,
     /// Read-only, destructive and idempotent hints.
     pub annotations: ToolAnnotations,
 }
@@ -120,6 +124,59 @@ fn cursor_schema(tool: &str) -> Value {
              Leave out to start from the beginning."
         ),
     })
+}
+
+/// A record in a result, whole or (with `truncated` and `content_bytes`) cut to a preview.
+fn record_output() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "key": {"type": "string"},
+            "content": {"type": "string"},
+            "metadata": {"type": "object"},
+            "revision": {"type": "string"},
+            "created_at": {"type": "number"},
+            "updated_at": {"type": "number"},
+            "expires_at": {"type": ["number", "null"]},
+            "truncated": {"type": "boolean"},
+            "content_bytes": {"type": "integer"},
+        },
+        "required": ["key", "content", "revision", "created_at", "updated_at", "expires_at"],
+    })
+}
+
+fn fact_output() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "fact_id": {"type": "string"},
+            "text": {"type": "string"},
+            "created_at": {"type": "number"},
+        },
+        "required": ["fact_id", "text", "created_at"],
+    })
+}
+
+/// The schema of a result object: `properties`, all of them `required` but those in
+/// `optional`.
+fn output_schema(properties: Value, optional: &[&str]) -> Value {
+    let required: Vec<&str> = properties
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).filter(|k| !optional.contains(k)).collect())
+        .unwrap_or_default();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn page_output() -> Value {
+    output_schema(
+        json!({
+            "items": {"type": "array", "items": record_output()},
+            "next_cursor": {"type": ["string", "null"]},
+            "note": {"type": "string"},
+            "hint": {"type": "string"},
+        }),
+        &["hint"],
+    )
 }
 
 fn object_schema(properties: Value, required: &[&str]) -> Value {
@@ -226,6 +283,10 @@ fn memory_save() -> ToolDefinition {
             &["key", "content"],
         ),
         // Replaces what a key held; each save makes a new revision, so not idempotent.
+        output_schema: Some(output_schema(
+            json!({"saved": {"type": "boolean"}, "memory": record_output()}),
+            &[],
+        )),
         annotations: ToolAnnotations { read_only: false, destructive: true, idempotent: false },
     }
 }
@@ -242,6 +303,14 @@ fn memory_get() -> ToolDefinition {
             json!({"key": key_schema("The key the memory was saved under.")}),
             &["key"],
         ),
+        output_schema: Some(output_schema(
+            json!({
+                "found": {"type": "boolean"},
+                "memory": {"anyOf": [record_output(), {"type": "null"}]},
+                "note": {"type": "string"},
+            }),
+            &[],
+        )),
         annotations: ToolAnnotations::READ,
     }
 }
@@ -259,6 +328,7 @@ fn memory_list() -> ToolDefinition {
             json!({"limit": limit_schema(), "cursor": cursor_schema(MEMORY_LIST)}),
             &[],
         ),
+        output_schema: Some(page_output()),
         annotations: ToolAnnotations::READ,
     }
 }
@@ -287,6 +357,7 @@ fn memory_search() -> ToolDefinition {
             }),
             &["query"],
         ),
+        output_schema: Some(page_output()),
         annotations: ToolAnnotations::READ,
     }
 }
@@ -310,6 +381,10 @@ fn memory_delete() -> ToolDefinition {
             }),
             &["key"],
         ),
+        output_schema: Some(output_schema(
+            json!({"deleted": {"type": "boolean"}, "key": {"type": "string"}}),
+            &[],
+        )),
         annotations: ToolAnnotations { read_only: false, destructive: true, idempotent: true },
     }
 }
@@ -337,6 +412,10 @@ fn remember() -> ToolDefinition {
             }),
             &["text"],
         ),
+        output_schema: Some(output_schema(
+            json!({"remembered": {"type": "boolean"}, "fact": fact_output()}),
+            &[],
+        )),
         annotations: ToolAnnotations { read_only: false, destructive: false, idempotent: false },
     }
 }
@@ -360,6 +439,10 @@ fn forget() -> ToolDefinition {
             }),
             &["fact_id"],
         ),
+        output_schema: Some(output_schema(
+            json!({"forgotten": {"type": "boolean"}, "fact_id": {"type": "string"}}),
+            &[],
+        )),
         annotations: ToolAnnotations { read_only: false, destructive: true, idempotent: true },
     }
 }
@@ -387,6 +470,14 @@ fn recall() -> ToolDefinition {
             }),
             &[],
         ),
+        output_schema: Some(output_schema(
+            json!({
+                "facts": {"type": "array", "items": fact_output()},
+                "truncated": {"type": "boolean"},
+                "note": {"type": "string"},
+            }),
+            &[],
+        )),
         annotations: ToolAnnotations::READ,
     }
 }

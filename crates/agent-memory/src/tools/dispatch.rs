@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::call::{self, FactToolCall, KeyToolCall};
 use super::definitions::{FACT_TOOLS, KEY_TOOLS};
 use super::error::{ToolError, FACT_FIELD_NAMES, KEY_FIELD_NAMES};
-use super::results::{fact_json, page_json, record_json, DATA_NOTE};
+use super::results::{fact_json, page_json, record_json, ToolOptions, DATA_NOTE};
 use crate::error::MemoryError;
 use crate::facts::Facts;
 use crate::observe;
@@ -25,8 +25,11 @@ use crate::write::MemoryWrite;
 /// | --- | --- |
 /// | `memory_save` | `{"saved": true, "memory": record}` |
 /// | `memory_get` | `{"found": bool, "memory": record or null, "note"}` |
-/// | `memory_list`, `memory_search` | `{"items": [record…], "next_cursor": string or null, "note"}` |
+/// | `memory_list`, `memory_search` | `{"items": [record…], "next_cursor": string or null, "note"}`, and `"hint"` when records were cut to fit (see [`ToolOptions::result_bytes`]) |
 /// | `memory_delete` | `{"deleted": bool, "key"}` |
+///
+/// List and search results keep to the default budget of
+/// [`DEFAULT_RESULT_BYTES`](super::DEFAULT_RESULT_BYTES); [`dispatch_with`] takes another.
 ///
 /// # Errors
 /// A [`ToolError`] for an unknown tool, arguments the schema does not declare (scope fields
@@ -37,9 +40,25 @@ pub async fn dispatch(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
+    dispatch_with(memory, name, arguments, &ToolOptions::default()).await
+}
+
+/// [`dispatch`] with the result shaping of `options` (the byte budget of list and search
+/// results).
+///
+/// # Errors
+/// As for [`dispatch`].
+pub async fn dispatch_with(
+    memory: &ScopedMemory,
+    name: &str,
+    arguments: &Value,
+    options: &ToolOptions,
+) -> Result<Value, ToolError> {
     observe::tool_call(observe::tool_span(name), async {
         let (tool, call) = call::parse(&*KEY_TOOLS, name, arguments)?;
-        call.run(memory).await.map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
+        call.run(memory, options)
+            .await
+            .map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
     })
     .await
 }
@@ -51,7 +70,7 @@ pub async fn dispatch(
 /// | --- | --- |
 /// | `remember` | `{"remembered": true, "fact": {"fact_id", "text", "created_at"}}` |
 /// | `forget` | `{"forgotten": bool, "fact_id"}` |
-/// | `recall` | `{"facts": [fact…], "total": n, "truncated": bool, "note"}`, oldest first |
+/// | `recall` | `{"facts": [fact…], "truncated": bool, "note"}`, oldest first; `truncated` says more facts exist |
 ///
 /// `scope` comes from trusted code, exactly as for [`dispatch`]; give facts a namespace of
 /// their own when the user also has keyed memories (see [`Facts`]).
@@ -93,7 +112,7 @@ pub async fn dispatch_facts(
 
 impl KeyToolCall {
     /// Runs the call against `memory`.
-    async fn run(self, memory: &ScopedMemory) -> Result<Value, MemoryError> {
+    async fn run(self, memory: &ScopedMemory, options: &ToolOptions) -> Result<Value, MemoryError> {
         match self {
             Self::Save { key, content, metadata, expires_in, expected_revision } => {
                 let mut write = MemoryWrite::new(content)
@@ -114,8 +133,10 @@ impl KeyToolCall {
                     "note": DATA_NOTE,
                 }))
             }
-            Self::List { page } => Ok(page_json(&memory.list(page).await?)),
-            Self::Search { query, page } => Ok(page_json(&memory.search(&query, page).await?)),
+            Self::List { page } => Ok(page_json(&memory.list(page).await?, options)),
+            Self::Search { query, page } => {
+                Ok(page_json(&memory.search(&query, page).await?, options))
+            }
             Self::Delete { key, expected_revision } => {
                 validation::key(&key)?;
                 let deleted = memory.delete(&key, expected_revision.as_ref()).await?;
@@ -139,13 +160,11 @@ impl FactToolCall {
                 Ok(json!({"forgotten": forgotten, "fact_id": fact_id}))
             }
             Self::Recall { limit } => {
-                let mut all = facts.recall(scope, None).await?;
-                let total = all.len();
-                all.truncate(limit);
+                // Reads `limit + 1` facts at most, never the whole scope.
+                let recalled = facts.recall(scope, Some(limit)).await?;
                 Ok(json!({
-                    "facts": all.iter().map(fact_json).collect::<Vec<_>>(),
-                    "total": total,
-                    "truncated": total > all.len(),
+                    "facts": recalled.iter().map(fact_json).collect::<Vec<_>>(),
+                    "truncated": recalled.truncated,
                     "note": DATA_NOTE,
                 }))
             }

@@ -122,8 +122,11 @@ impl ToolError {
                 ),
             ),
             other => {
+                tracing::warn!(tool = tool.name, error = %other, "memory tool failed");
+                // The driver's own words can quote stored rows (a PostgreSQL `DETAIL` line, a
+                // Redis script error): only at `debug`, which operators turn on deliberately.
                 let source = std::error::Error::source(&other).map(ToString::to_string);
-                tracing::warn!(tool = tool.name, error = %other, source = ?source, "memory tool failed");
+                tracing::debug!(tool = tool.name, source = ?source, "memory tool failure detail");
                 let mut message = "the memory store is unavailable; try again later.".to_owned();
                 // Only a tool that changes something can have half-done its work.
                 if !tool.annotations.read_only {

@@ -29,12 +29,14 @@
 //! `revision`, `created_at`, `updated_at` and `expires_at` (epoch seconds, `null` for no
 //! expiry); results that carry stored content also carry a `note` reminding the model that
 //! stored content is data, not instructions. The record's scope and source are left out.
+//! Send a result to the model as [`result_text`]: compact JSON escaped with the prompt block's
+//! rules, so stored text cannot imitate a tag or hide characters from a reader.
 //!
 //! A failed call returns a [`ToolError`] whose message is written for the model to act on: it
 //! names the argument and the limit it broke, says "revision is stale, read the key again" for
 //! a conflict, and says only that the store is unavailable for a storage failure (the
-//! provider's error is logged with `tracing` at `warn` for operators, never shown to the
-//! model). Nothing a model sends can make the dispatcher panic.
+//! failure is logged with `tracing` at `warn` as a fixed sentence, and the provider's own error,
+//! which can quote stored rows, only at `debug`; neither is shown to the model). Nothing a model sends can make the dispatcher panic.
 //!
 //! Optional arguments may be left out or sent as `null`; both mean "not given".
 //!
@@ -81,7 +83,10 @@ pub use definitions::{
     definitions, fact_definitions, ToolAnnotations, ToolDefinition, FORGET, MAX_EXPIRES_IN_SECONDS,
     MEMORY_DELETE, MEMORY_GET, MEMORY_LIST, MEMORY_SAVE, MEMORY_SEARCH, RECALL, REMEMBER,
 };
-pub use dispatch::{dispatch, dispatch_facts};
+pub use dispatch::{dispatch, dispatch_facts, dispatch_with};
 pub(crate) use error::printable as printable_name;
 pub use error::{ToolError, ToolErrorKind};
-pub use results::{fact_json, record_json, DATA_NOTE};
+pub use results::{
+    fact_json, record_json, result_text, ToolOptions, DATA_NOTE, DEFAULT_RESULT_BYTES,
+    PREVIEW_BYTES, TRUNCATED_HINT,
+};

@@ -14,7 +14,8 @@ if n > 0 then
     local r = tonumber(redis.call('GETRANGE', keys[i], '0', '17')) or 0
     if r > top then top, raised = r, true end
   end
-  redis.call('DEL', unpack(keys))
+  -- In slices: Lua's unpack cannot spread more than a few thousand values.
+  for i = 1, n, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, n))) end
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
   if raised then redis.call('SET', KEYS[3], string.format('%.0f', top)) end
 end

@@ -17,7 +17,8 @@ while budget > 0 do
     local keys = {}
     local records = prefix .. 'r:' .. ns .. ':'
     for i, key in ipairs(members) do keys[i] = records .. key end
-    redis.call('DEL', unpack(keys))
+    -- In slices: Lua's unpack cannot spread more than a few thousand values.
+    for i = 1, n, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, n))) end
     redis.call('ZREMRANGEBYRANK', index, 0, n - 1)
     removed = removed + n
     budget = budget - n
