@@ -4,6 +4,10 @@
 //! revision sequence (the grants the provider's docs give). The whole conformance suite passes
 //! as that role; the tests below show the role really cannot do more.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -67,21 +71,10 @@ async fn store() -> Fixture {
     provisioned().await;
     let url = as_role("setup_schema=false&max_connections=4");
     let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"));
-    Fixture::new(open())
-        .with_replica(open())
-        .with_quotas(move |quotas| Arc::new(with_quotas(&url, quotas)))
-}
-
-/// A store on `url` with the quotas as URL parameters, as a deployment would write them.
-fn with_quotas(url: &str, quotas: agent_memory::Quotas) -> PostgresMemoryStore {
-    let mut url = url.to_owned();
-    if let Some(n) = quotas.records() {
-        url.push_str(&format!("&max_records_per_user={n}"));
-    }
-    if let Some(n) = quotas.bytes() {
-        url.push_str(&format!("&max_bytes_per_user={n}"));
-    }
-    PostgresMemoryStore::from_url(&url).expect("a valid URL")
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);
