@@ -56,9 +56,15 @@ class MemoryStore(Protocol):
         """The live record at ``key``, or ``None``."""
 
     async def list(
-        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None
+        self,
+        scope: MemoryScope,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
     ) -> MemoryPage:
-        """Live records in ascending key order (UTF-8 bytes); ``limit`` is 1 to 100."""
+        """Live records in ascending key order (UTF-8 bytes); ``limit`` is 1 to 100. A
+        non-empty ``prefix`` (at most 256 bytes, the key rules) keeps only the keys that start
+        with it; the page's cursor then continues only that listing."""
 
     async def search(
         self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None

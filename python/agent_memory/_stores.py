@@ -81,10 +81,15 @@ class _NativeStore:
         return await self._native.get(scope, key)
 
     async def list(
-        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None
+        self,
+        scope: MemoryScope,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
     ) -> MemoryPage:
-        """Live records in ascending key order; see ``MemoryStore.list``."""
-        return await self._native.list(scope, limit, after)
+        """Live records in ascending key order, only keys starting with ``prefix`` when one is
+        given; see ``MemoryStore.list``."""
+        return await self._native.list(scope, limit, after, prefix)
 
     async def search(
         self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
@@ -265,9 +270,12 @@ class ScopedMemory:
         """The live record at ``key``, or ``None``."""
         return await self._native.get(key)
 
-    async def list(self, limit: int = 20, after: Optional[str] = None) -> MemoryPage:
-        """Live records in ascending key order."""
-        return await self._native.list(limit, after)
+    async def list(
+        self, limit: int = 20, after: Optional[str] = None, prefix: str = ""
+    ) -> MemoryPage:
+        """Live records in ascending key order, only keys starting with ``prefix`` when one is
+        given."""
+        return await self._native.list(limit, after, prefix)
 
     async def search(
         self, query: str, limit: int = 20, after: Optional[str] = None

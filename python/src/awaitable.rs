@@ -43,6 +43,11 @@ pub(crate) enum Reply {
     Namespaces(NamespacePage),
     Fact(Fact),
     Facts(Vec<Fact>),
+    /// A memory tool command's result text, and whether it is an error for the model.
+    ToolResult {
+        text: String,
+        is_error: bool,
+    },
 }
 
 /// How a core future ended. Converted to Python with the GIL held, on whichever path ran it.
@@ -89,6 +94,7 @@ impl Outcome {
                     .collect::<PyResult<Vec<_>>>()?;
                 PyTuple::new(py, facts)?.into_py_any(py)
             }
+            Reply::ToolResult { text, is_error } => (text, is_error).into_py_any(py),
         }
     }
 }

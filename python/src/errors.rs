@@ -105,6 +105,7 @@ const FIELDS: &[&str] = &[
     "revision",
     "limit",
     "cursor",
+    "prefix",
     "query",
     "timestamp",
     "text",

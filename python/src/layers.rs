@@ -8,10 +8,10 @@
 //! erase removes the whole user; a handle's own source fills writes that carry none) are the
 //! core's, whatever the store.
 
-use agent_memory::{Facts, MemoryError, MemoryScope, ScopedMemory, Source};
+use agent_memory::{memory_tool, Facts, MemoryError, MemoryScope, ScopedMemory, Source};
 use pyo3::prelude::*;
 
-use crate::awaitable::{run, Reply};
+use crate::awaitable::{run, Outcome, Reply};
 use crate::convert;
 use crate::errors::to_py;
 use crate::pystore::resolve;
@@ -200,14 +200,15 @@ impl NativeScoped {
         run(py, async move { memory.get(&key).await.map(Reply::Record).into() })
     }
 
-    #[pyo3(signature = (limit = 20, after = None))]
+    #[pyo3(signature = (limit = 20, after = None, prefix = ""))]
     fn list<'py>(
         &self,
         py: Python<'py>,
         limit: i64,
         after: Option<&str>,
+        prefix: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (memory, page) = (self.memory(py)?, page_arg(py, limit, after)?);
+        let (memory, page) = (self.memory(py)?, page_arg(py, limit, after)?.prefix(prefix));
         run(py, async move { memory.list(page).await.map(Reply::Page).into() })
     }
 
@@ -235,5 +236,24 @@ impl NativeScoped {
             expected_revision.map(convert::revision).transpose().map_err(|e| to_py(py, e))?;
         let (memory, key) = (self.memory(py)?, key_arg(key)?);
         run(py, async move { memory.delete(&key, expected.as_ref()).await.map(Reply::Bool).into() })
+    }
+
+    /// Runs one command of Claude's memory tool (`input`: the `tool_use` block's input, a
+    /// dict) with the core's dispatcher over this handle, and returns `(text, is_error)`:
+    /// the text the model reads, and whether to send it back with `"is_error": true`.
+    fn memory_tool<'py>(
+        &self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let memory = self.memory(py)?;
+        let input = convert::to_json(input, "input").map_err(|e| to_py(py, e))?;
+        run(py, async move {
+            let (text, is_error) = match memory_tool::run(&memory, &input).await {
+                Ok(text) => (text, false),
+                Err(error) => (error.message().to_owned(), true),
+            };
+            Outcome::Done(Reply::ToolResult { text, is_error })
+        })
     }
 }

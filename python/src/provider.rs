@@ -71,32 +71,45 @@ fn check_user(
     validation::user(&application_id, &user_id).map_err(|e| to_py(py, e))
 }
 
-/// Checks `limit` and `after` of a key page (`kind`: `list`, `search` or `purge`) and returns
-/// the key to continue after, or `None` to start at the first key.
+/// Checks `limit`, `after` and `prefix` of a key page (`kind`: `list`, `search` or `purge`;
+/// a prefix is for `list` only) and returns the key to continue after, or `None` to start at
+/// the first key (of the prefix). The page then holds the keys above it that start with
+/// `prefix`.
 #[pyfunction]
-#[pyo3(signature = (kind, scope, limit, after = None))]
+#[pyo3(signature = (kind, scope, limit, after = None, prefix = ""))]
 fn key_page(
     py: Python<'_>,
     kind: &str,
     scope: &Bound<'_, PyScope>,
     limit: i64,
     after: Option<&str>,
+    prefix: &str,
 ) -> PyResult<Option<String>> {
-    let request: PageRequest = page_arg(py, limit, after)?;
+    let request: PageRequest = page_arg(py, limit, after)?.prefix(prefix);
     let page =
         request.key_page(self::kind(py, kind)?, &scope.get().inner).map_err(|e| to_py(py, e))?;
     Ok(page.after)
 }
 
-/// The cursor that continues a key page of `kind` after `key`.
+/// The cursor that continues a key page of `kind` (listing keys that start with `prefix`)
+/// after `key`.
 #[pyfunction]
+#[pyo3(signature = (kind, scope, key, prefix = ""))]
 fn key_cursor(
     py: Python<'_>,
     kind: &str,
     scope: &Bound<'_, PyScope>,
     key: &str,
+    prefix: &str,
 ) -> PyResult<String> {
-    Ok(provider::key_cursor(self::kind(py, kind)?, &scope.get().inner, key).into())
+    let (kind, scope) = (self::kind(py, kind)?, &scope.get().inner);
+    if prefix.is_empty() {
+        return Ok(provider::key_cursor(kind, scope, key).into());
+    }
+    // The prefix binds the cursor; the core's page checks it, as for every provider.
+    let page =
+        PageRequest::new(1).prefix(prefix).key_page(kind, scope).map_err(|e| to_py(py, e))?;
+    Ok(page.cursor(scope, key).into())
 }
 
 /// Checks the ids, `limit` and `after` of `list_namespaces` and returns the namespace to

@@ -12,6 +12,7 @@
 
 use std::fmt;
 
+use agent_memory::provider::CursorKind;
 use agent_memory::{
     Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
     NamespacePage, PageRequest, Result, Revision,
@@ -80,6 +81,15 @@ fn scope_obj(scope: &MemoryScope) -> PyScope {
 
 fn cursor_text(page: &PageRequest) -> Option<String> {
     page.after.as_ref().map(|cursor| cursor.as_str().to_owned())
+}
+
+/// The core's refusal of a prefix on a page that takes none: the Python protocol has no
+/// `prefix` there to pass it on with, so it must not be dropped silently.
+fn refuse_prefix(page: &PageRequest, kind: CursorKind, scope: &MemoryScope) -> Result<()> {
+    if !page.prefix.is_empty() {
+        page.key_page(kind, scope)?;
+    }
+    Ok(())
 }
 
 fn limit_of(page: &PageRequest) -> i64 {
@@ -159,6 +169,11 @@ impl MemoryStore for PyStore {
                 let kwargs = PyDict::new(store.py());
                 kwargs.set_item("limit", limit_of(&page))?;
                 kwargs.set_item("after", cursor_text(&page))?;
+                // Only a prefixed listing passes `prefix`, so a store without prefix support
+                // still serves every other listing.
+                if !page.prefix.is_empty() {
+                    kwargs.set_item("prefix", &page.prefix)?;
+                }
                 store.call_method("list", (scope_obj(scope),), Some(&kwargs))
             })
             .await?;
@@ -171,6 +186,7 @@ impl MemoryStore for PyStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
+        refuse_prefix(&page, CursorKind::Search, scope)?;
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());
@@ -217,6 +233,9 @@ impl MemoryStore for PyStore {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage> {
+        if !page.prefix.is_empty() {
+            page.namespace_page(application_id, user_id)?;
+        }
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());
@@ -247,6 +266,7 @@ impl MemoryStore for PyStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
+        refuse_prefix(&page, CursorKind::Purge, scope)?;
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());

@@ -234,15 +234,16 @@ impl NativeStore {
         run(py, async move { store.get(&scope, &key).await.map(Reply::Record).into() })
     }
 
-    #[pyo3(signature = (scope, limit = 20, after = None))]
+    #[pyo3(signature = (scope, limit = 20, after = None, prefix = ""))]
     fn list<'py>(
         &self,
         py: Python<'py>,
         scope: &Bound<'py, PyScope>,
         limit: i64,
         after: Option<&str>,
+        prefix: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let page = page_arg(py, limit, after)?;
+        let page = page_arg(py, limit, after)?.prefix(prefix);
         let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
         run(py, async move { store.list(&scope, page).await.map(Reply::Page).into() })
     }

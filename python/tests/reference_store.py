@@ -84,10 +84,12 @@ class DictStore:
     def _matches(self, record: MemoryRecord, query: str) -> bool:
         return query in record.content
 
-    def _page(self, kind: str, scope: MemoryScope, limit: int, rows: List[MemoryRecord]) -> MemoryPage:
+    def _page(
+        self, kind: str, scope: MemoryScope, limit: int, rows: List[MemoryRecord], prefix: str = ""
+    ) -> MemoryPage:
         items = rows[:limit]
         more = len(rows) > limit
-        cursor = key_cursor(kind, scope, items[-1].key) if more and items else None
+        cursor = key_cursor(kind, scope, items[-1].key, prefix) if more and items else None
         return MemoryPage(items, cursor)
 
     # -- the protocol --------------------------------------------------------------------
@@ -152,18 +154,21 @@ class DictStore:
         record = self._keys(scope).get(key)
         return record if record is not None and self._live(record, self._now()) else None
 
-    async def list(self, scope, limit=20, after=None):
-        start = key_page("list", scope, limit, after)
+    async def list(self, scope, limit=20, after=None, prefix=""):
+        start = key_page("list", scope, limit, after, prefix)
         self._ensure_started()
         now = self._now()
         keys = self._keys(scope)
         rows = []
         for key in sorted(keys):
-            if (start is None or key > start) and self._live(keys[key], now):
+            # Python orders strings by code point, which is the UTF-8 byte order of keys.
+            if start is not None and key <= start or not key.startswith(prefix):
+                continue
+            if self._live(keys[key], now):
                 rows.append(keys[key])
                 if len(rows) > limit:
                     break
-        return self._page("list", scope, limit, rows)
+        return self._page("list", scope, limit, rows, prefix)
 
     async def search(self, scope, query, limit=20, after=None):
         check_query(query)

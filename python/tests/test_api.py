@@ -120,7 +120,15 @@ class LayersOverAPythonStore(unittest.IsolatedAsyncioTestCase):
         saved = await memory.put("k", "v")
         self.assertEqual(saved.source.session_id, "s-1")
         self.assertEqual([r.key for r in (await memory.list()).items], ["k"])
-        self.assertEqual(await facts.erase("tenant-a", "user-1"), 2)
+        await memory.put("notes/a", "v")
+        await memory.put("notes/b", "v")
+        first = await memory.list(limit=1, prefix="notes/")
+        self.assertEqual([r.key for r in first.items], ["notes/a"])
+        rest = await memory.list(limit=1, after=first.next_cursor, prefix="notes/")
+        self.assertEqual([r.key for r in rest.items], ["notes/b"])
+        with self.assertRaises(MemoryValidationError):
+            await memory.list(after=first.next_cursor)  # the cursor belongs to the prefix
+        self.assertEqual(await facts.erase("tenant-a", "user-1"), 4)
 
     async def test_a_python_stores_own_exception_comes_back_unchanged(self):
         class Failing(DictStore):

@@ -11,9 +11,13 @@
 //! a typo (`"contnet"`) or a newer format is an error instead of silently lost data.
 //!
 //! The whole input is parsed and validated before anything is written: an invalid line stops
-//! the import with its line number and nothing imported.
+//! the import with its line number and nothing imported. [`Reader`] does it one line at a
+//! time, so an import checks a file in a first pass and writes in a second without holding it
+//! in memory.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
+use std::io::BufRead;
 
 use agent_memory::{MemoryScope, MemoryWrite, Metadata, Source, Timestamp};
 use serde::de::IgnoredAny;
@@ -57,7 +61,7 @@ pub struct Entry {
 }
 
 /// Whose records an import may write.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Owner {
     /// Only this application user's: a line naming anyone else is an error.
     User {
@@ -70,7 +74,8 @@ pub enum Owner {
     Any,
 }
 
-/// What the input holds, once checked.
+/// What an input held in memory holds, once checked (the tests' view of [`Reader`]).
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct Plan {
     /// The records to write, in input order.
@@ -80,32 +85,88 @@ pub struct Plan {
     pub expired: u64,
 }
 
-/// Parses and validates a whole JSON Lines input against `owner`, with `now` as the instant
-/// expiry is judged by. Blank lines are skipped; `\r\n` endings are accepted.
-///
-/// # Errors
-/// An `Invalid` error naming the first bad line: not UTF-8, not a record object, a field
-/// breaking a store rule, another user's scope, or a scope and key already seen on an earlier
-/// line (which of the two should win is not ours to guess).
-pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
-    let mut plan = Plan::default();
-    let mut seen: HashSet<(MemoryScope, String)> = HashSet::new();
-    for (index, raw) in input.split(|&b| b == b'\n').enumerate() {
-        let number = index + 1;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let text = std::str::from_utf8(raw)
-            .map_err(|_| CliError::invalid(format!("line {number}: is not valid UTF-8")))?;
-        if text.trim().is_empty() {
-            continue;
+/// What one checked line holds.
+// Made once per line and moved straight into the write: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Checked {
+    /// A record to write.
+    Entry(Entry),
+    /// A valid record whose `expires_at` has passed: skipped, since a store refuses an expiry
+    /// in the past, and the record would be invisible anyway.
+    Expired,
+}
+
+/// Reads and checks a JSON Lines input one line at a time, so an import never holds the file
+/// in memory: the first pass checks every line, the second reads the same input again and
+/// writes. What it keeps between lines is one 16-byte digest per record, to refuse a scope and
+/// key seen on an earlier line.
+pub struct Reader<R> {
+    input: R,
+    owner: Owner,
+    now: Timestamp,
+    line: usize,
+    buffer: Vec<u8>,
+    seen: HashSet<u128>,
+    digests: (RandomState, RandomState),
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A reader of `input` accepting records of `owner`, judging expiry by `now`.
+    pub fn new(input: R, owner: Owner, now: Timestamp) -> Self {
+        Self {
+            input,
+            owner,
+            now,
+            line: 0,
+            buffer: Vec::new(),
+            seen: HashSet::new(),
+            digests: (RandomState::new(), RandomState::new()),
         }
-        let line: Line = serde_json::from_str(text).map_err(|err| {
-            // serde_json's message ends in "at line 1 column N" of this one line; say which
-            // line of the file instead.
-            let message = err.to_string();
-            let message = message.rfind(" at line ").map_or(&*message, |at| &message[..at]);
-            CliError::invalid(format!("line {number}, column {}: {message}", err.column()))
-        })?;
-        if let Owner::User { application_id, user_id } = owner {
+    }
+
+    /// The next record line, checked, with its 1-based line number; `None` at the end.
+    /// Blank lines are skipped; `\r\n` endings are accepted.
+    ///
+    /// # Errors
+    /// An `Invalid` error naming the line: not UTF-8, not a record object, a field breaking a
+    /// store rule, another user's scope, or a scope and key already seen on an earlier line
+    /// (which of the two should win is not ours to guess). A `Failure` when the input cannot
+    /// be read.
+    pub fn next_line(&mut self) -> CliResult<Option<(usize, Checked)>> {
+        loop {
+            self.buffer.clear();
+            let read = self
+                .input
+                .read_until(b'\n', &mut self.buffer)
+                .map_err(|e| CliError::io("cannot read the import", &e))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            let raw = self.buffer.strip_suffix(b"\n").unwrap_or(&self.buffer);
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let text = std::str::from_utf8(raw).map_err(|_| {
+                CliError::invalid(format!("line {}: is not valid UTF-8", self.line))
+            })?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line: Line = serde_json::from_str(text).map_err(|err| {
+                // serde_json's message ends in "at line 1 column N" of this one line; say
+                // which line of the file instead.
+                let message = err.to_string();
+                let message = message.rfind(" at line ").map_or(&*message, |at| &message[..at]);
+                CliError::invalid(format!("line {}, column {}: {message}", self.line, err.column()))
+            })?;
+            let checked = self.check(line)?;
+            return Ok(Some((self.line, checked)));
+        }
+    }
+
+    fn check(&mut self, line: Line) -> CliResult<Checked> {
+        let number = self.line;
+        if let Owner::User { application_id, user_id } = &self.owner {
             if line.scope.application_id() != application_id || line.scope.user_id() != user_id {
                 return Err(CliError::invalid(format!(
                     "line {number}: belongs to another application user; pass --any-user to \
@@ -113,11 +174,12 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
                 )));
             }
         }
-        if !seen.insert((line.scope.clone(), line.key.clone())) {
+        if !self.seen.insert(self.digest(&line.scope, &line.key)) {
             return Err(CliError::invalid(format!(
                 "line {number}: repeats a scope and key of an earlier line"
             )));
         }
+        let now = self.now;
         let write = MemoryWrite::new(line.content)
             .metadata(serde_json::Value::Object(line.metadata))
             .expires_at_opt(line.expires_at)
@@ -125,17 +187,39 @@ pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
         if line.expires_at.is_some_and(|at| at <= now) {
             // Still checked, so a bad line is never hidden behind its expiry.
             write
-                .clone()
                 .expires_at_opt(None)
                 .validate(&line.key, now)
                 .map_err(|e| CliError::from(e).context(&format!("line {number}: ")))?;
-            plan.expired += 1;
-            continue;
+            return Ok(Checked::Expired);
         }
         write
             .validate(&line.key, now)
             .map_err(|e| CliError::from(e).context(&format!("line {number}: ")))?;
-        plan.entries.push(Entry { line: number, scope: line.scope, key: line.key, write });
+        Ok(Checked::Entry(Entry { line: number, scope: line.scope, key: line.key, write }))
+    }
+
+    /// 128 bits from two independently keyed hashes of the scope and key: a false "repeats"
+    /// needs a collision of both, about one in 2^64 per pair of lines.
+    fn digest(&self, scope: &MemoryScope, key: &str) -> u128 {
+        let half = |state: &RandomState| u128::from(state.hash_one((scope, key)));
+        (half(&self.digests.0) << 64) | half(&self.digests.1)
+    }
+}
+
+/// Parses and validates a whole JSON Lines input held in memory against `owner`, with `now`
+/// as the instant expiry is judged by: [`Reader`] over a byte slice, collected.
+///
+/// # Errors
+/// As [`Reader::next_line`], for the first bad line.
+#[cfg(test)]
+pub fn plan(input: &[u8], owner: &Owner, now: Timestamp) -> CliResult<Plan> {
+    let mut reader = Reader::new(input, owner.clone(), now);
+    let mut plan = Plan::default();
+    while let Some((_, checked)) = reader.next_line()? {
+        match checked {
+            Checked::Entry(entry) => plan.entries.push(entry),
+            Checked::Expired => plan.expired += 1,
+        }
     }
     Ok(plan)
 }

@@ -245,6 +245,27 @@ fn list_pages_and_follows_cursors() {
 }
 
 #[test]
+fn list_prefix_keeps_only_the_keys_that_start_with_it() {
+    let fx = Fixture::new();
+    for key in ["notes/b", "notes", "notes/a", "notes0", "todo/a", "n%/x"] {
+        fx.put(key, "v");
+    }
+    let all = stdout_json(
+        fx.cmd().args(["list", "--prefix", "notes/", "--all", "--limit", "1", "--json"]),
+    );
+    assert_eq!(keys(&all), ["notes/a", "notes/b"]);
+    let literal = stdout_json(fx.cmd().args(["list", "--prefix", "n%", "--json"]));
+    assert_eq!(keys(&literal), ["n%/x"]);
+    // A prefixed listing's cursor continues only that listing.
+    let first = fx.cmd().args(["list", "--prefix", "notes", "--limit", "1"]).output().unwrap();
+    let stderr = String::from_utf8(first.stderr).unwrap();
+    let cursor = stderr.trim().strip_prefix("more records: continue with --after ").unwrap();
+    one_line_error(fx.cmd().args(["list", "--after", cursor]), INVALID, "cursor");
+    let long = "p".repeat(257);
+    one_line_error(fx.cmd().args(["list", "--prefix", &long]), INVALID, "prefix");
+}
+
+#[test]
 fn search_matches_literal_substrings_with_paging() {
     let fx = Fixture::new();
     fx.put("k1", "likes 100% cotton");

@@ -2,20 +2,21 @@
 //! to back memories up or move them between stores.
 
 use std::ffi::OsStr;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryError, MemoryStore, PageRequest, Timestamp};
 use clap::Subcommand;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
+use tokio::io::AsyncWriteExt;
 
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
 use crate::output::{self, Output};
 use crate::progress;
-use crate::transfer::{self, Owner, Plan};
+use crate::transfer::{self, Checked, Owner};
 
 /// The backup commands, as clap parses them.
 #[derive(Debug, Subcommand)]
@@ -28,7 +29,8 @@ pub enum Command {
         output: Option<PathBuf>,
     },
 
-    /// Read JSON Lines written by export and save each record (validated in full first).
+    /// Read JSON Lines written by export and save each record (validated in full first,
+    /// streamed in two passes).
     Import {
         /// The file to read; stdin when omitted or `-`.
         #[arg(value_name = "FILE")]
@@ -45,17 +47,28 @@ pub enum Command {
     },
 }
 
-/// A backup command with its user checked and, for `import`, the whole input read and
-/// checked.
+/// A backup command with its user checked and, for `import`, the whole input checked.
 #[derive(Debug)]
 pub enum Job {
     Export { user: User, output: Option<PathBuf> },
-    Import { plan: Plan, skip_existing: bool },
+    Import { input: CheckedInput, skip_existing: bool },
+}
+
+/// An import input whose every line passed the first pass: the file (stdin spooled to a
+/// private temporary file), rewound for the second pass, and what the first pass counted.
+#[derive(Debug)]
+pub struct CheckedInput {
+    file: File,
+    owner: Owner,
+    /// The instant expiry was judged by; the second pass judges by the same one.
+    now: Timestamp,
+    records: u64,
+    expired: u64,
 }
 
 impl Command {
-    /// Checks the user (unless `import --any-user`) and reads and checks a whole import,
-    /// so a bad line never opens the store.
+    /// Checks the user (unless `import --any-user`) and reads and checks a whole import, one
+    /// line at a time, so a bad line never opens the store.
     ///
     /// # Errors
     /// `Invalid` for a missing or bad user or a bad import line; `Failure` when the input
@@ -65,7 +78,7 @@ impl Command {
             Command::Export { output } => Job::Export { user: globals.user("export")?, output },
             Command::Import { input, any_user, skip_existing } => {
                 let owner = owner(globals, any_user)?;
-                Job::Import { plan: read_plan(input.as_deref(), &owner).await?, skip_existing }
+                Job::Import { input: check_input(input.as_deref(), owner).await?, skip_existing }
             }
         })
     }
@@ -76,7 +89,7 @@ pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
     let store = store.as_ref();
     match job {
         Job::Export { user, output } => export(store, &user, output, out).await,
-        Job::Import { plan, skip_existing } => import(store, plan, skip_existing, out).await,
+        Job::Import { input, skip_existing } => import(store, input, skip_existing, out).await,
     }
 }
 
@@ -197,10 +210,12 @@ fn owner(globals: &Globals, any_user: bool) -> CliResult<Owner> {
     Ok(Owner::User { application_id, user_id })
 }
 
-/// Reads the whole input and checks every line before the store is even opened.
-async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
-    let bytes = match input.filter(|p| p.as_os_str() != OsStr::new("-")) {
-        Some(path) => std::fs::read(path)
+/// Opens the input (spooling stdin to a private temporary file, which is gone when the
+/// import ends) and checks every line before the store is even opened, holding one line at a
+/// time.
+async fn check_input(input: Option<&Path>, owner: Owner) -> CliResult<CheckedInput> {
+    let mut file = match input.filter(|p| p.as_os_str() != OsStr::new("-")) {
+        Some(path) => File::open(path)
             .map_err(|e| CliError::io(&format!("cannot read {}", path.display()), &e))?,
         None => {
             if std::io::stdin().is_terminal() {
@@ -208,34 +223,70 @@ async fn read_plan(input: Option<&Path>, owner: &Owner) -> CliResult<Plan> {
                     "import needs input: give a FILE or pipe JSON Lines to stdin",
                 ));
             }
-            let mut bytes = Vec::new();
-            tokio::io::stdin()
-                .read_to_end(&mut bytes)
+            // Unlinked at creation and owner-only: nobody else can read the spooled memories.
+            let spool = tempfile::tempfile().map_err(|e| CliError::io("cannot spool stdin", &e))?;
+            let mut writer = tokio::fs::File::from_std(spool);
+            tokio::io::copy(&mut tokio::io::stdin(), &mut writer)
                 .await
                 .map_err(|e| CliError::io("cannot read stdin", &e))?;
-            bytes
+            writer.flush().await.map_err(|e| CliError::io("cannot spool stdin", &e))?;
+            writer.into_std().await
         }
     };
-    transfer::plan(&bytes, owner, Timestamp::now())
+    file.rewind().map_err(|e| CliError::io("cannot read the import", &e))?;
+    let now = Timestamp::now();
+    let (mut records, mut expired) = (0u64, 0u64);
+    {
+        let mut reader = transfer::Reader::new(BufReader::new(&file), owner.clone(), now);
+        while let Some((_, checked)) = reader.next_line()? {
+            match checked {
+                Checked::Entry(_) => records += 1,
+                Checked::Expired => expired += 1,
+            }
+        }
+    }
+    file.rewind().map_err(|e| CliError::io("cannot read the import again", &e))?;
+    Ok(CheckedInput { file, owner, now, records, expired })
 }
 
-/// Writes every planned record. Each line's `put` is unconditional (the file wins over what
-/// the store holds) unless `skip_existing` makes it create-only.
+/// Writes every record of the checked input, reading it a second time. Each line's `put` is
+/// unconditional (the file wins over what the store holds) unless `skip_existing` makes it
+/// create-only.
 ///
 /// A store failure stops the import: what was written stays, the error says how much, and
-/// importing the same file again is safe (every write replaces the same key).
+/// importing the same file again is safe (every write replaces the same key). An input that
+/// changed since the first pass fails the same way at its first line that no longer passes.
 async fn import(
     store: &dyn MemoryStore,
-    plan: Plan,
+    input: CheckedInput,
     skip_existing: bool,
     out: &mut Output,
 ) -> CliResult {
-    let total = plan.entries.len();
-    let bar = progress::bar(u64::try_from(total).unwrap_or(u64::MAX), "importing");
+    let CheckedInput { file, owner, now, records: total, mut expired } = input;
+    let bar = progress::bar(total, "importing");
     let mut imported = 0u64;
     let mut existing = 0u64;
-    let mut expired = plan.expired;
-    for entry in plan.entries {
+    let mut reader = transfer::Reader::new(BufReader::new(file), owner, now);
+    let stopped = |bar: &indicatif::ProgressBar, imported: u64, line: usize| {
+        bar.finish_and_clear();
+        format!(
+            "line {line}: after {imported} of {total} records were imported (importing the \
+             file again is safe): "
+        )
+    };
+    loop {
+        let entry = match reader.next_line() {
+            Ok(Some((_, Checked::Entry(entry)))) => entry,
+            Ok(Some((_, Checked::Expired))) => continue,
+            Ok(None) => break,
+            Err(err) => {
+                bar.finish_and_clear();
+                return Err(err.context(&format!(
+                    "the input changed after it was checked, {imported} of {total} records \
+                     were imported: "
+                )));
+            }
+        };
         let write = if skip_existing { entry.write.create_only() } else { entry.write };
         match store.put(&entry.scope, &entry.key, write).await {
             Ok(_) => imported += 1,
@@ -243,12 +294,7 @@ async fn import(
             // It expired between the check and the write: the same as expired at the check.
             Err(MemoryError::Invalid { field: "expires_at", .. }) => expired += 1,
             Err(err) => {
-                bar.finish_and_clear();
-                return Err(CliError::from(err).context(&format!(
-                    "line {}: after {imported} of {total} records were imported (importing \
-                     the file again is safe): ",
-                    entry.line
-                )));
+                return Err(CliError::from(err).context(&stopped(&bar, imported, entry.line)));
             }
         }
         bar.inc(1);

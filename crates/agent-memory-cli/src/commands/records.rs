@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_memory::{
-    Cursor, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, PageRequest, Revision,
-    Timestamp,
+    validation, Cursor, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
+    PageRequest, Revision, Timestamp,
 };
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -31,7 +31,14 @@ pub enum Command {
     },
 
     /// List memories in ascending key order.
-    List(PageArgs),
+    List {
+        /// Only keys that start with PREFIX (at most 256 bytes; a cursor from such a listing
+        /// continues only it).
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<String>,
+        #[command(flatten)]
+        page: PageArgs,
+    },
 
     /// List memories whose content contains QUERY (literal, case-sensitive).
     Search {
@@ -123,6 +130,14 @@ struct Page {
     limit: usize,
     after: Option<Cursor>,
     all: bool,
+    /// `list` only; empty for every key.
+    prefix: String,
+}
+
+impl Page {
+    fn prefix(self, prefix: String) -> Self {
+        Self { prefix, ..self }
+    }
 }
 
 impl Command {
@@ -137,7 +152,11 @@ impl Command {
         let action = match self {
             Command::Put(args) => Action::Put(args.prepare().await?),
             Command::Get { key } => Action::Get { key },
-            Command::List(page) => Action::List { query: None, page: page.prepare()? },
+            Command::List { prefix, page } => {
+                let prefix = prefix.unwrap_or_default();
+                validation::key_prefix(&prefix)?;
+                Action::List { query: None, page: page.prepare()?.prefix(prefix) }
+            }
             Command::Search { query, page } => {
                 Action::List { query: Some(query), page: page.prepare()? }
             }
@@ -171,7 +190,7 @@ impl PutArgs {
 impl PageArgs {
     fn prepare(self) -> CliResult<Page> {
         let after = self.after.as_deref().map(Cursor::parse).transpose()?;
-        Ok(Page { limit: usize::from(self.limit), after, all: self.all })
+        Ok(Page { limit: usize::from(self.limit), after, all: self.all, prefix: String::new() })
     }
 }
 
@@ -263,11 +282,11 @@ async fn list(
     page: Page,
     out: &mut Output,
 ) -> CliResult {
-    let Page { limit, after: mut cursor, all } = page;
+    let Page { limit, after: mut cursor, all, prefix } = page;
     let mut collected: Vec<MemoryRecord> = Vec::new();
     loop {
         let want = if all { limit } else { limit - collected.len() };
-        let request = PageRequest::new(want).after_opt(cursor.take());
+        let request = PageRequest::new(want).after_opt(cursor.take()).prefix(prefix.as_str());
         let page = fetch(store, scope, query, request).await?;
         if all && out.is_json() {
             // Stream: `list --all --json` over a large namespace never holds it all.
