@@ -24,6 +24,7 @@ the CLI and MCP server; the Python classes convert arguments and results.
 
 from ._errors import (
     MemoryConflictError,
+    MemoryQuotaError,
     MemoryError,
     MemoryStorageError,
     MemoryValidationError,
@@ -69,6 +70,7 @@ __all__ = [
     "MAX_PAGE_LIMIT",
     "MemoryCleanupPage",
     "MemoryConflictError",
+    "MemoryQuotaError",
     "MemoryError",
     "MemoryPage",
     "MemoryRecord",

@@ -17,6 +17,7 @@ __all__ = [
     "MemoryError",
     "MemoryValidationError",
     "MemoryConflictError",
+    "MemoryQuotaError",
     "MemoryStorageError",
 ]
 
@@ -45,8 +46,13 @@ class MemoryStorageError(MemoryError):
     provider: Optional[str] = None
 
 
-# A new error of the core gets one class here and one arm in python/src/errors.rs. The quota
-# error, when the core has it, is:
-#
-#     class MemoryQuotaError(MemoryError):
-#         """A write would exceed the user's quota; nothing was changed."""
+class MemoryQuotaError(MemoryError):
+    """A write would take the application user past a quota of the store; nothing was changed.
+    ``quota`` names it (``max_records_per_user`` or ``max_bytes_per_user``) and ``limit`` gives
+    its value. Delete or purge records the user no longer needs, or raise the limit."""
+
+    quota: Optional[str] = None
+    limit: Optional[int] = None
+
+
+# A new error of the core gets one class here and one arm in python/src/errors.rs.

@@ -3,7 +3,7 @@
 # Native* classes are internal and wrapped by the classes of agent_memory._stores.
 
 import os
-from typing import Any, Awaitable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 _SourceLike = Union["MemorySource", Mapping[str, Optional[str]]]
 _Path = Union[str, "os.PathLike[str]"]
@@ -128,15 +128,30 @@ class ManualClock:
 
 class NativeStore:
     @staticmethod
-    def memory(clock: Optional[ManualClock] = None) -> NativeStore: ...
-    @staticmethod
-    def sqlite(path: Optional[_Path] = None, clock: Optional[ManualClock] = None) -> NativeStore: ...
-    @staticmethod
-    def postgres(
-        url: str, pool_options: Optional[Mapping[str, Any]] = None, setup_schema: bool = True
+    def memory(
+        clock: Optional[ManualClock] = None,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
     ) -> NativeStore: ...
     @staticmethod
-    def redis(url: str) -> NativeStore: ...
+    def sqlite(
+        path: Optional[_Path] = None,
+        clock: Optional[ManualClock] = None,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
+    ) -> NativeStore: ...
+    @staticmethod
+    def postgres(
+        url: str,
+        pool_options: Optional[Mapping[str, Any]] = None,
+        setup_schema: bool = True,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
+    ) -> NativeStore: ...
+    @staticmethod
+    def redis(
+        url: str, max_records_per_user: Optional[int] = None, max_bytes_per_user: Optional[int] = None
+    ) -> NativeStore: ...
     @staticmethod
     def open(url: str) -> NativeStore: ...
     @property
@@ -205,7 +220,11 @@ class NativeScoped:
 
 def conformance_case_names() -> List[str]: ...
 def run_conformance_case(
-    name: str, store: object, replica: Optional[object] = None, clock: Optional[ManualClock] = None
+    name: str,
+    store: object,
+    replica: Optional[object] = None,
+    clock: Optional[ManualClock] = None,
+    with_quotas: Optional[Callable[..., object]] = None,
 ) -> Awaitable[None]: ...
 def _panic_probe(pending: bool) -> Awaitable[None]: ...
 def check_put(

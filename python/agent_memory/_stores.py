@@ -137,12 +137,20 @@ class InMemoryStore(_NativeStore):
 
     ``clock`` (a ``agent_memory.testing.ManualClock``) replaces the system clock, so tests
     move time instead of sleeping. ``close()`` releases nothing: records stay readable.
+    ``max_records_per_user`` and ``max_bytes_per_user`` (on every store class) limit what one
+    application user holds; a write past them raises ``MemoryQuotaError``.
     """
 
     __slots__ = ()
 
-    def __init__(self, *, clock: Optional[ManualClock] = None) -> None:
-        self._native = _native.NativeStore.memory(clock)
+    def __init__(
+        self,
+        *,
+        clock: Optional[ManualClock] = None,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
+    ) -> None:
+        self._native = _native.NativeStore.memory(clock, max_records_per_user, max_bytes_per_user)
 
 
 class SqliteMemoryStore(_NativeStore):
@@ -159,8 +167,12 @@ class SqliteMemoryStore(_NativeStore):
         path: Union[str, "os.PathLike[str]", None] = None,
         *,
         clock: Optional[ManualClock] = None,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
     ) -> None:
-        self._native = _native.NativeStore.sqlite(path, clock)
+        self._native = _native.NativeStore.sqlite(
+            path, clock, max_records_per_user, max_bytes_per_user
+        )
 
 
 class PostgresMemoryStore(_NativeStore):
@@ -178,9 +190,14 @@ class PostgresMemoryStore(_NativeStore):
         url: str,
         pool_options: Optional[Mapping[str, Any]] = None,
         setup_schema: bool = True,
+        *,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
     ) -> None:
         options = None if pool_options is None else dict(pool_options)
-        self._native = _native.NativeStore.postgres(url, options, setup_schema)
+        self._native = _native.NativeStore.postgres(
+            url, options, setup_schema, max_records_per_user, max_bytes_per_user
+        )
 
 
 class RedisMemoryStore(_NativeStore):
@@ -191,8 +208,14 @@ class RedisMemoryStore(_NativeStore):
 
     __slots__ = ()
 
-    def __init__(self, url: str) -> None:
-        self._native = _native.NativeStore.redis(url)
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_records_per_user: Optional[int] = None,
+        max_bytes_per_user: Optional[int] = None,
+    ) -> None:
+        self._native = _native.NativeStore.redis(url, max_records_per_user, max_bytes_per_user)
 
 
 _CLASSES = {

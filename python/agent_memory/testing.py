@@ -23,6 +23,10 @@ Optional hooks:
 - ``async def make_replica(self)``: a second, independent, unstarted instance on the same
   datastore (what another replica of the application would build). The replica cases then
   race the two instances; without it they race tasks of one instance.
+- ``def make_store_with_quotas(self, *, max_records_per_user, max_bytes_per_user)``: another
+  unstarted instance on the same datastore (and clock) with those quotas (each an ``int`` or
+  ``None``), for the quota cases; they raise ``MemoryQuotaError`` past a limit. A store
+  without quotas leaves it undefined, and the quota cases are then skipped, saying so.
 - ``self.clock``: when ``make_store`` builds a store that reads a ``ManualClock``, assign the
   clock to ``self.clock``; the expiry cases then move it instead of sleeping (about 3 s per
   expiry case otherwise, since the datastore's own clock decides).
@@ -59,12 +63,20 @@ class MemoryStoreConformanceMixin:
         """Return a second unstarted instance on the same datastore, or None (the default)."""
         return None
 
+    make_store_with_quotas: Optional[Callable[..., Any]] = None
+
     async def run_conformance_case(self, name: str) -> None:
         """Runs the core's case ``name`` against a fresh store from ``make_store``."""
+        with_quotas = self.make_store_with_quotas
+        if name.startswith("quota_") and with_quotas is None:
+            skip = getattr(self, "skipTest", None)
+            if skip is not None:
+                skip("the store has no quotas: define make_store_with_quotas to run this case")
+            return
         store = await self.make_store()
         replica = await self.make_replica()
         clock = self.clock if isinstance(self.clock, ManualClock) else None
-        await _native.run_conformance_case(name, store, replica, clock)
+        await _native.run_conformance_case(name, store, replica, clock, with_quotas)
 
 
 def _case_test(name: str) -> Callable[[Any], Coroutine[Any, Any, None]]:

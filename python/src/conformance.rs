@@ -33,14 +33,19 @@ pub(crate) fn conformance_case_names() -> Vec<&'static str> {
 /// Runs the case `name` against `store` (unstarted; started and closed by the harness), with
 /// an optional second instance `replica` on the same datastore and the `clock` the store
 /// reads, if it has one.
+///
+/// `with_quotas`, when given, is a callable taking the keyword arguments
+/// `max_records_per_user` and `max_bytes_per_user` (each an int or `None`) and returning
+/// another unstarted store on the same datastore with those quotas, for the quota cases.
 #[pyfunction]
-#[pyo3(signature = (name, store, replica = None, clock = None))]
+#[pyo3(signature = (name, store, replica = None, clock = None, with_quotas = None))]
 pub(crate) fn run_conformance_case<'py>(
     py: Python<'py>,
     name: String,
     store: &Bound<'py, PyAny>,
     replica: Option<&Bound<'py, PyAny>>,
     clock: Option<&Bound<'py, PyManualClock>>,
+    with_quotas: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if !CASE_NAMES.contains(&name.as_str()) {
         return Err(PyValueError::new_err("no conformance case has this name"));
@@ -51,6 +56,21 @@ pub(crate) fn run_conformance_case<'py>(
     }
     if let Some(clock) = clock {
         fixture = fixture.with_clock(clock.get().inner.clone());
+    }
+    if let Some(factory) = with_quotas.filter(|f| !f.is_none()) {
+        let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
+        let factory = factory.clone().unbind();
+        fixture = fixture.with_quotas(move |quotas| {
+            // A factory that fails is a broken test setup: the case reports it.
+            let store = Python::attach(|py| {
+                let kwargs = pyo3::types::PyDict::new(py);
+                kwargs.set_item("max_records_per_user", quotas.records())?;
+                kwargs.set_item("max_bytes_per_user", quotas.bytes())?;
+                factory.bind(py).call((), Some(&kwargs)).map(Bound::unbind)
+            })
+            .expect("the store factory with quotas returns a store");
+            std::sync::Arc::new(PyStore::with_locals(store, locals.clone()))
+        });
     }
     let quiet = QuietPanics::new();
     run(py, async move {

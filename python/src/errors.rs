@@ -8,10 +8,11 @@
 //! | --- | --- |
 //! | `MemoryError::Invalid` | `MemoryValidationError` (also a `ValueError`), with `field` and `reason` |
 //! | `MemoryError::Conflict` | `MemoryConflictError` |
+//! | `MemoryError::QuotaExceeded` | `MemoryQuotaError`, with `quota` and `limit` |
 //! | `MemoryError::Storage` | `MemoryStorageError`, with `provider` |
 //! | a variant this build does not know | `MemoryError`, the base class |
 //!
-//! A new core variant (such as a quota error) is one class in `_errors.py` and one arm in
+//! A new core variant is one class in `_errors.py` and one arm in
 //! [`class_name`]. The message is always the core's fixed `Display`: it never holds content,
 //! keys, ids, URLs or the driver's text, and the driver's error is not attached as a cause.
 
@@ -32,6 +33,7 @@ fn class_name(err: &MemoryError) -> &'static str {
     match err {
         MemoryError::Invalid { .. } => "MemoryValidationError",
         MemoryError::Conflict { .. } => "MemoryConflictError",
+        MemoryError::QuotaExceeded { .. } => "MemoryQuotaError",
         MemoryError::Storage { .. } => "MemoryStorageError",
         // `MemoryError` is non-exhaustive: a variant added to the core before this mapping
         // learns it still raises the base class.
@@ -71,6 +73,10 @@ fn build(py: Python<'_>, err: &MemoryError) -> PyResult<PyErr> {
             exception.setattr("reason", reason.as_str())?;
         }
         MemoryError::Storage { provider, .. } => exception.setattr("provider", *provider)?,
+        MemoryError::QuotaExceeded { quota, limit } => {
+            exception.setattr("quota", *quota)?;
+            exception.setattr("limit", *limit)?;
+        }
         _ => {}
     }
     Ok(PyErr::from_value(exception))
@@ -117,6 +123,8 @@ const FIELDS: &[&str] = &[
 /// - `MemoryValidationError` becomes `Invalid` with its `field` (when it is one the core
 ///   knows) and its `reason`.
 /// - `MemoryConflictError` becomes `Conflict`.
+/// - `MemoryQuotaError` becomes `QuotaExceeded` with its `quota` (when it is one the core
+///   knows) and `limit`.
 /// - Anything else becomes `Storage` naming the provider `python`, keeping the exception
 ///   itself as the source, so [`to_py`] raises it again unchanged.
 pub(crate) fn from_py(err: PyErr) -> MemoryError {
@@ -140,6 +148,23 @@ pub(crate) fn from_py(err: PyErr) -> MemoryError {
             MemoryError::invalid(field, reason)
         } else if is("MemoryConflictError") {
             MemoryError::conflict("the store reported a revision conflict")
+        } else if is("MemoryQuotaError") {
+            let quota = value
+                .getattr("quota")
+                .ok()
+                .and_then(|q| q.extract::<String>().ok())
+                .and_then(|q| {
+                    [
+                        agent_memory::quota::MAX_RECORDS_PER_USER,
+                        agent_memory::quota::MAX_BYTES_PER_USER,
+                    ]
+                    .into_iter()
+                    .find(|known| *known == q)
+                })
+                .unwrap_or(agent_memory::quota::MAX_RECORDS_PER_USER);
+            let limit =
+                value.getattr("limit").ok().and_then(|l| l.extract::<u64>().ok()).unwrap_or(0);
+            MemoryError::quota_exceeded(quota, limit)
         } else {
             MemoryError::storage_from(PYTHON_PROVIDER, "the Python store raised an exception", err)
         }

@@ -49,6 +49,12 @@ impl PyStore {
         Ok(Self { object: object.clone().unbind(), locals })
     }
 
+    /// Wraps `object`, awaiting its coroutines on the loop of `locals` (for stores made
+    /// outside that loop's thread, by a factory it handed over).
+    pub(crate) fn with_locals(object: Py<PyAny>, locals: TaskLocals) -> Self {
+        Self { object, locals }
+    }
+
     /// Calls one method and awaits what it returns.
     async fn call<F>(&self, invoke: F) -> Result<Py<PyAny>>
     where

@@ -76,6 +76,30 @@ pub(crate) fn page_arg(py: Python<'_>, limit: i64, after: Option<&str>) -> PyRes
     Ok(PageRequest::new(convert::limit(limit)).after_opt(after))
 }
 
+/// The quota keyword options as core [`Quotas`](agent_memory::Quotas); a negative limit is
+/// `Invalid` naming it, like zero (which the builders refuse).
+fn quotas_arg(
+    py: Python<'_>,
+    max_records_per_user: Option<i64>,
+    max_bytes_per_user: Option<i64>,
+) -> PyResult<agent_memory::Quotas> {
+    use agent_memory::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
+    let limit = |name: &'static str, value: Option<i64>| -> PyResult<Option<u64>> {
+        value
+            .map(|n| u64::try_from(n).map_err(|_| MemoryError::invalid(name, "must be at least 1")))
+            .transpose()
+            .map_err(|e| to_py(py, e))
+    };
+    let mut quotas = agent_memory::Quotas::unlimited();
+    if let Some(n) = limit(MAX_RECORDS_PER_USER, max_records_per_user)? {
+        quotas = quotas.max_records_per_user(n);
+    }
+    if let Some(n) = limit(MAX_BYTES_PER_USER, max_bytes_per_user)? {
+        quotas = quotas.max_bytes_per_user(n);
+    }
+    Ok(quotas)
+}
+
 fn clock_arg(clock: Option<&Bound<'_, PyManualClock>>) -> Option<Arc<dyn agent_memory::Clock>> {
     clock.map(|c| Arc::new(c.get().inner.clone()) as Arc<dyn agent_memory::Clock>)
 }
@@ -84,29 +108,42 @@ fn clock_arg(clock: Option<&Bound<'_, PyManualClock>>) -> Option<Arc<dyn agent_m
 impl NativeStore {
     /// The process-local store.
     #[staticmethod]
-    #[pyo3(signature = (clock = None))]
-    fn memory(clock: Option<&Bound<'_, PyManualClock>>) -> Self {
-        let store = match clock_arg(clock) {
-            Some(clock) => InMemoryStore::with_clock(clock),
-            None => InMemoryStore::new(),
-        };
-        Self { store: Arc::new(store), provider: "memory" }
+    #[pyo3(signature = (clock = None, max_records_per_user = None, max_bytes_per_user = None))]
+    fn memory(
+        py: Python<'_>,
+        clock: Option<&Bound<'_, PyManualClock>>,
+        max_records_per_user: Option<i64>,
+        max_bytes_per_user: Option<i64>,
+    ) -> PyResult<Self> {
+        let mut builder = InMemoryStore::builder().quotas(quotas_arg(
+            py,
+            max_records_per_user,
+            max_bytes_per_user,
+        )?);
+        if let Some(clock) = clock_arg(clock) {
+            builder = builder.clock(clock);
+        }
+        let store = builder.build().map_err(|e| to_py(py, e))?;
+        Ok(Self { store: Arc::new(store), provider: "memory" })
     }
 
     /// The SQLite store on the file at `path` (the default file when `None`).
     #[staticmethod]
-    #[pyo3(signature = (path = None, clock = None))]
+    #[pyo3(signature = (path = None, clock = None, max_records_per_user = None, max_bytes_per_user = None))]
     fn sqlite(
         py: Python<'_>,
         path: Option<PathBuf>,
         clock: Option<&Bound<'_, PyManualClock>>,
+        max_records_per_user: Option<i64>,
+        max_bytes_per_user: Option<i64>,
     ) -> PyResult<Self> {
+        let quotas = quotas_arg(py, max_records_per_user, max_bytes_per_user)?;
         let fail = |e| to_py(py, e);
         let path = match path {
             Some(path) => path,
             None => agent_memory::default_sqlite_path().map_err(fail)?,
         };
-        let mut builder = SqliteMemoryStore::builder(path);
+        let mut builder = SqliteMemoryStore::builder(path).quotas(quotas);
         if let Some(clock) = clock_arg(clock) {
             builder = builder.clock(clock);
         }
@@ -116,17 +153,22 @@ impl NativeStore {
     /// The PostgreSQL store on the server at `url`, with the seed's `pool_options`
     /// (`min_size`, `max_size`, and `connect_timeout` / `acquire_timeout` in seconds).
     #[staticmethod]
-    #[pyo3(signature = (url, pool_options = None, setup_schema = true))]
+    #[pyo3(signature = (url, pool_options = None, setup_schema = true, max_records_per_user = None, max_bytes_per_user = None))]
     fn postgres(
         py: Python<'_>,
         url: &str,
         pool_options: Option<&Bound<'_, PyDict>>,
         setup_schema: bool,
+        max_records_per_user: Option<i64>,
+        max_bytes_per_user: Option<i64>,
     ) -> PyResult<Self> {
+        let quotas = quotas_arg(py, max_records_per_user, max_bytes_per_user)?;
         let fail = |e| to_py(py, e);
         let bad = |reason: &'static str| to_py(py, MemoryError::invalid("pool_options", reason));
-        let mut builder =
-            PostgresMemoryStore::builder(url).map_err(fail)?.setup_schema(setup_schema);
+        let mut builder = PostgresMemoryStore::builder(url)
+            .map_err(fail)?
+            .setup_schema(setup_schema)
+            .quotas(quotas);
         for (name, value) in pool_options.into_iter().flat_map(|options| options.iter()) {
             let name: String = name.extract().map_err(|_| bad("names must be str"))?;
             match name.as_str() {
@@ -166,8 +208,17 @@ impl NativeStore {
 
     /// The Redis (or Redis Cluster) store at `url`.
     #[staticmethod]
-    fn redis(py: Python<'_>, url: &str) -> PyResult<Self> {
-        let store = RedisMemoryStore::from_url(url).map_err(|e| to_py(py, e))?;
+    #[pyo3(signature = (url, max_records_per_user = None, max_bytes_per_user = None))]
+    fn redis(
+        py: Python<'_>,
+        url: &str,
+        max_records_per_user: Option<i64>,
+        max_bytes_per_user: Option<i64>,
+    ) -> PyResult<Self> {
+        let quotas = quotas_arg(py, max_records_per_user, max_bytes_per_user)?;
+        let fail = |e| to_py(py, e);
+        let store =
+            RedisMemoryStore::builder(url).map_err(fail)?.quotas(quotas).build().map_err(fail)?;
         Ok(Self { store: Arc::new(store), provider: "redis" })
     }
 

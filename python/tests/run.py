@@ -14,7 +14,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 GROUPS = [
-    ["test_api", "test_broken_store", "test_conformance_local", "test_memory_tool"],
+    ["test_api", "test_broken_store", "test_conformance_local", "test_memory_tool", "test_quotas"],
     ["test_conformance_postgres"],
     ["test_conformance_redis"],
 ]

@@ -16,6 +16,11 @@ class InMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, 
         self.clock = ManualClock()
         return InMemoryStore(clock=self.clock)
 
+    def make_store_with_quotas(self, **quotas):
+        # An in-process store keeps its records inside the instance: each quota case's store
+        # is a datastore of its own, and the case uses only it.
+        return InMemoryStore(clock=self.clock, **quotas)
+
 
 class SqliteMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
     async def make_store(self):
@@ -28,6 +33,9 @@ class SqliteMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMix
     async def make_replica(self):
         # A second store on the same file: another process of the same application.
         return SqliteMemoryStore(self.path, clock=self.clock)
+
+    def make_store_with_quotas(self, **quotas):
+        return SqliteMemoryStore(self.path, clock=self.clock, **quotas)
 
 
 class PurePythonStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):

@@ -20,6 +20,9 @@ class PostgresMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceM
     async def make_replica(self):
         return PostgresMemoryStore(servers.url("postgres"), pool_options=POOL)
 
+    def make_store_with_quotas(self, **quotas):
+        return PostgresMemoryStore(servers.url("postgres"), pool_options=POOL, **quotas)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,9 @@ class RedisMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixi
     async def make_replica(self):
         return RedisMemoryStore(servers.url("redis"))
 
+    def make_store_with_quotas(self, **quotas):
+        return RedisMemoryStore(servers.url("redis"), **quotas)
+
 
 if __name__ == "__main__":
     unittest.main()

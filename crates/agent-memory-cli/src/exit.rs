@@ -10,6 +10,7 @@
 //! | 2 | invalid input: a bad argument, flag, file line or URL, and every usage error (clap uses 2 too) |
 //! | 3 | conflict: `--if-revision` or `--create-only` did not hold |
 //! | 4 | failure: the store, a local file, the terminal or the MCP transport failed |
+//! | 5 | quota exceeded: the write would take the user past `max_records_per_user` or `max_bytes_per_user`; nothing was written |
 
 use std::fmt;
 use std::process::ExitCode;
@@ -33,6 +34,8 @@ pub enum ErrorKind {
     Conflict,
     /// Exit 4.
     Failure,
+    /// Exit 5.
+    QuotaExceeded,
 }
 
 impl ErrorKind {
@@ -43,6 +46,7 @@ impl ErrorKind {
             ErrorKind::Invalid => 2,
             ErrorKind::Conflict => 3,
             ErrorKind::Failure => 4,
+            ErrorKind::QuotaExceeded => 5,
         }
     }
 }
@@ -121,6 +125,7 @@ impl From<MemoryError> for CliError {
         let kind = match err {
             MemoryError::Invalid { .. } => ErrorKind::Invalid,
             MemoryError::Conflict { .. } => ErrorKind::Conflict,
+            MemoryError::QuotaExceeded { .. } => ErrorKind::QuotaExceeded,
             // Storage, and any variant added later: the conservative reading is "it failed".
             _ => ErrorKind::Failure,
         };
@@ -137,12 +142,19 @@ mod tests {
 
     #[test]
     fn kinds_map_to_the_documented_exit_codes() {
-        let codes: Vec<u8> =
-            [ErrorKind::NotFound, ErrorKind::Invalid, ErrorKind::Conflict, ErrorKind::Failure]
-                .into_iter()
-                .map(ErrorKind::code)
-                .collect();
-        assert_eq!(codes, [1, 2, 3, 4]);
+        let codes: Vec<u8> = [
+            ErrorKind::NotFound,
+            ErrorKind::Invalid,
+            ErrorKind::Conflict,
+            ErrorKind::Failure,
+            ErrorKind::QuotaExceeded,
+        ]
+        .into_iter()
+        .map(ErrorKind::code)
+        .collect();
+        assert_eq!(codes, [1, 2, 3, 4, 5]);
+        let quota = CliError::from(MemoryError::quota_exceeded("max_records_per_user", 3));
+        assert_eq!(quota.kind(), ErrorKind::QuotaExceeded);
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod support;
 
 use support::{
     assert_one_line_error, json_lines, keys, stdout_json, Fixture, CONFLICT, FAILURE, INVALID,
-    NOT_FOUND, OK,
+    NOT_FOUND, OK, QUOTA_EXCEEDED,
 };
 
 /// An error is one line on stderr, starting with `error: `, and nothing on stdout.
@@ -190,6 +190,25 @@ fn storage_failure_exits_4_without_leaking_the_url() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("error: storage error"), "{stderr:?}");
     assert!(!stderr.contains("s3cret-pw"), "{stderr:?}");
+}
+
+#[test]
+fn a_write_past_a_quota_exits_5_and_deleting_frees_space() {
+    let fx = Fixture::new();
+    let store = format!("{}?max_records_per_user=2", fx.other_store("quota.db"));
+    fx.on(&store, "u1").args(["put", "a", "one"]).assert().code(OK);
+    fx.on(&store, "u1").args(["put", "b", "two"]).assert().code(OK);
+    one_line_error(
+        fx.on(&store, "u1").args(["put", "c", "three"]),
+        QUOTA_EXCEEDED,
+        "quota exceeded: max_records_per_user is 2",
+    );
+    fx.on(&store, "u1").args(["get", "c"]).assert().code(NOT_FOUND);
+    fx.on(&store, "u2").args(["put", "c", "another user"]).assert().code(OK);
+    fx.on(&store, "u1").args(["delete", "a"]).assert().code(OK);
+    fx.on(&store, "u1").args(["put", "c", "three"]).assert().code(OK);
+    let zero = format!("{}?max_bytes_per_user=0", fx.other_store("quota.db"));
+    one_line_error(fx.on(&zero, "u1").args(["list"]), INVALID, "max_bytes_per_user");
 }
 
 #[test]

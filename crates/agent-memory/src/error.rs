@@ -17,6 +17,9 @@ pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
 /// - [`Conflict`](MemoryError::Conflict): a conditional write or delete found a different live
 ///   revision (or no live record, or a live record where `create_only` wanted none). Read the key
 ///   again and decide.
+/// - [`QuotaExceeded`](MemoryError::QuotaExceeded): the write would take the user past a
+///   limit the store was built with ([`Quotas`](crate::Quotas)); nothing was changed. Free
+///   space (delete records the user no longer needs, or purge expired ones) or raise the limit.
 /// - [`Storage`](MemoryError::Storage): the datastore failed. A write may or may not have
 ///   committed: read the key again before retrying, and use revisions so a retry cannot
 ///   overwrite a later update.
@@ -50,6 +53,14 @@ pub enum MemoryError {
         /// Which check failed, as a fixed sentence fragment.
         reason: &'static str,
     },
+    /// The write would take the application user past a quota; nothing was changed.
+    #[error("quota exceeded: {quota} is {limit}")]
+    QuotaExceeded {
+        /// Which limit: `max_records_per_user` or `max_bytes_per_user`.
+        quota: &'static str,
+        /// Its value in the store's configuration.
+        limit: u64,
+    },
     /// The datastore failed. A write may or may not have committed.
     #[error("storage error ({provider}): {what}")]
     Storage {
@@ -72,6 +83,11 @@ impl MemoryError {
     /// Builds [`MemoryError::Conflict`].
     pub fn conflict(reason: &'static str) -> Self {
         Self::Conflict { reason }
+    }
+
+    /// Builds [`MemoryError::QuotaExceeded`].
+    pub fn quota_exceeded(quota: &'static str, limit: u64) -> Self {
+        Self::QuotaExceeded { quota, limit }
     }
 
     /// Builds [`MemoryError::Storage`] without a driver error.
@@ -111,6 +127,7 @@ impl MemoryError {
         match self {
             Self::Invalid { .. } => "invalid",
             Self::Conflict { .. } => "conflict",
+            Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Storage { .. } => "storage",
         }
     }
@@ -123,6 +140,11 @@ impl MemoryError {
     /// True for [`MemoryError::Conflict`].
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Conflict { .. })
+    }
+
+    /// True for [`MemoryError::QuotaExceeded`].
+    pub fn is_quota_exceeded(&self) -> bool {
+        matches!(self, Self::QuotaExceeded { .. })
     }
 
     /// True for [`MemoryError::Storage`].

@@ -45,7 +45,8 @@
 //! - [`ScopedMemory`]: a store bound to one scope and source, for agent code.
 //! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
 //! - [`validation`]: every input limit, shared by all providers.
-//! - [`MemoryError`]: `Invalid`, `Conflict` or `Storage`.
+//! - [`MemoryError`]: `Invalid`, `Conflict`, `QuotaExceeded` or `Storage`.
+//! - [`Quotas`]: optional per-user limits on records and bytes; see [Quotas](#quotas).
 //! - [`observe`]: the spans and metrics every operation and tool call reports (through
 //!   `tracing` and the `metrics` facade), with none of the stored data in them.
 //! - [`provider`]: the building blocks for writing a provider.
@@ -127,6 +128,31 @@
 //! non-empty one as `Invalid` rather than ignore it. The [`memory_tool`] maps directories onto
 //! key prefixes this way.
 //!
+//! # Quotas
+//!
+//! A store may limit what one application user holds: `max_records_per_user` and
+//! `max_bytes_per_user`, builder methods of every provider (`InMemoryStore::builder`,
+//! `SqliteMemoryStore::builder`, …) and URL parameters of the same names
+//! (`sqlite:m.db?max_records_per_user=1000`, `memory:?max_bytes_per_user=1048576`). Zero is
+//! [`MemoryError::Invalid`]; neither is set by default.
+//!
+//! - A record is charged its key, content, metadata and source in bytes
+//!   ([`quota::record_bytes`]: key + content + compact metadata JSON + compact source JSON).
+//! - Usage covers every record the user physically holds, in every namespace, expired ones
+//!   included until [`MemoryStore::purge_expired`], a delete or an erasure removes them.
+//! - A write that would take the user past a limit fails with
+//!   [`MemoryError::QuotaExceeded`] and changes nothing. Replacing a record counts only the
+//!   difference; compare-and-set and `create_only` writes obey the limits too. A write that
+//!   adds nothing (a replacement no larger than the record it replaces) always succeeds, so a
+//!   user over a lowered limit can still shrink or delete.
+//! - `delete`, `delete_all`, `delete_user` and `purge_expired` free space at once.
+//! - The check and the write are one atomic step in the datastore: concurrent writers, in one
+//!   process or across replicas, never overshoot, not even by one record.
+//!
+//! Every provider keeps a per-user usage count in the datastore whether or not quotas are set,
+//! so quotas can be switched on later without a rescan; each provider's guide says how it is
+//! kept and how an existing store is upgraded.
+//!
 //! # Errors and retries
 //!
 //! A [`MemoryError::Storage`] error on a write means the write may or may not have committed.
@@ -194,6 +220,7 @@ pub mod memory_tool;
 pub mod observe;
 pub mod prompt;
 pub mod provider;
+pub mod quota;
 pub mod tools;
 pub mod validation;
 
@@ -211,11 +238,12 @@ pub mod redis;
 
 pub use error::{MemoryError, Result};
 pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
-pub use memory::InMemoryStore;
+pub use memory::{InMemoryStore, InMemoryStoreBuilder};
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{
     Cursor, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, DEFAULT_PAGE_LIMIT,
 };
+pub use quota::Quotas;
 pub use record::{MemoryRecord, Metadata, Revision, Source};
 pub use scope::MemoryScope;
 pub use scoped::ScopedMemory;

@@ -9,6 +9,7 @@ use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespaceP
 use crate::provider::{
     self, key_cursor, search_contains, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
 };
+use crate::quota::{self, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -51,16 +52,39 @@ const SEARCH_SCAN_LIMIT: usize = 1_000;
 #[derive(Debug)]
 pub struct InMemoryStore {
     clock: Arc<dyn Clock>,
+    quotas: Quotas,
     started: AtomicBool,
     next_revision: AtomicU64,
     data: RwLock<Users>,
 }
 
-/// (application id, user id) → namespace ("" for the default) → key → record.
+/// (application id, user id) → namespace ("" for the default) → key → record, with what the
+/// user holds in all.
 ///
 /// One hash lookup finds a user, by borrowed ids; namespaces and keys are ordered maps because
 /// listing pages them in byte order.
-type Users = hashbrown::HashMap<UserKey, Namespaces>;
+type Users = hashbrown::HashMap<UserKey, Held>;
+
+/// Everything one application user holds, and its [`Usage`] for quotas, kept up to date by
+/// every write and removal under the same lock.
+#[derive(Debug, Default)]
+struct Held {
+    namespaces: Namespaces,
+    usage: Usage,
+}
+
+/// Takes a removed record off its user's usage.
+trait Release {
+    fn release(&mut self, stored: &Stored);
+}
+
+impl Release for Usage {
+    fn release(&mut self, stored: &Stored) {
+        self.records = self.records.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(stored.bytes);
+    }
+}
+
 type Namespaces = BTreeMap<String, Keys>;
 type Keys = BTreeMap<String, Stored>;
 
@@ -106,6 +130,8 @@ struct Stored {
     updated_at: Timestamp,
     expires_at: Option<Timestamp>,
     source: Source,
+    /// What the record is charged, by [`quota::record_bytes`].
+    bytes: u64,
 }
 
 impl Stored {
@@ -142,8 +168,50 @@ impl InMemoryStore {
 
     /// An empty store reading time from `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self::unstarted(clock, Quotas::unlimited())
+    }
+
+    /// A builder, for a store with [quotas](crate#quotas) or a clock.
+    pub fn builder() -> InMemoryStoreBuilder {
+        InMemoryStoreBuilder { clock: Arc::new(SystemClock), quotas: Quotas::unlimited() }
+    }
+
+    /// A store from a `memory:` URL (see [`open`](crate::open)): `memory:` alone, or with the
+    /// quota parameters `max_records_per_user` and `max_bytes_per_user`, as in
+    /// `memory:?max_records_per_user=100`.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `url` for anything else after the colon, an
+    /// unknown parameter or a malformed value; naming the option for a zero limit.
+    pub fn from_url(url: &str) -> Result<Self> {
+        let rest = url
+            .get(..7)
+            .filter(|scheme| scheme.eq_ignore_ascii_case("memory:"))
+            .and_then(|_| url.get(7..))
+            .ok_or_else(|| MemoryError::invalid("url", "is not a memory: URL"))?;
+        let query = rest.strip_prefix("//").unwrap_or(rest);
+        if query.is_empty() {
+            return Ok(Self::new());
+        }
+        if !query.starts_with('?') {
+            return Err(MemoryError::invalid(
+                "url",
+                "memory: takes nothing after the colon but quota parameters",
+            ));
+        }
+        let mut params =
+            crate::connection_url::ConnectionUrl::parse(&format!("memory:{query}"))?.params;
+        let quotas = Quotas::from_params(&mut params)?;
+        params.finish()?;
+        let mut builder = Self::builder();
+        builder.quotas = quotas;
+        builder.build()
+    }
+
+    fn unstarted(clock: Arc<dyn Clock>, quotas: Quotas) -> Self {
         Self {
             clock,
+            quotas,
             started: AtomicBool::new(false),
             next_revision: AtomicU64::new(1),
             data: RwLock::new(Users::default()),
@@ -176,20 +244,69 @@ impl InMemoryStore {
     }
 }
 
-fn namespace<'a>(users: &'a Users, scope: &MemoryScope) -> Option<&'a Keys> {
-    users.get(&UserIds::of(scope))?.get(scope.namespace_or_empty())
+/// Builds an [`InMemoryStore`]; start from [`InMemoryStore::builder`].
+///
+/// ```
+/// use agent_memory::InMemoryStore;
+///
+/// let store = InMemoryStore::builder().max_records_per_user(100).build()?;
+/// let err = InMemoryStore::builder().max_bytes_per_user(0).build().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid max_bytes_per_user: must be at least 1");
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// ```
+#[derive(Debug)]
+pub struct InMemoryStoreBuilder {
+    clock: Arc<dyn Clock>,
+    quotas: Quotas,
 }
 
-fn namespace_mut<'a>(users: &'a mut Users, scope: &MemoryScope) -> Option<&'a mut Keys> {
-    users.get_mut(&UserIds::of(scope))?.get_mut(scope.namespace_or_empty())
+impl InMemoryStoreBuilder {
+    /// Reads "now" from `clock` (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets both limits at once from `quotas` (see [`Quotas`]).
+    pub fn quotas(mut self, quotas: Quotas) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The most records one application user may hold (default: no limit; at least 1). See
+    /// [Quotas](crate#quotas).
+    pub fn max_records_per_user(mut self, records: u64) -> Self {
+        self.quotas = self.quotas.max_records_per_user(records);
+        self
+    }
+
+    /// The most bytes one application user may hold, counted by
+    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
+    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+        self.quotas = self.quotas.max_bytes_per_user(bytes);
+        self
+    }
+
+    /// The unstarted store.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming a quota that is zero.
+    pub fn build(self) -> Result<InMemoryStore> {
+        self.quotas.check()?;
+        Ok(InMemoryStore::unstarted(self.clock, self.quotas))
+    }
+}
+
+fn namespace<'a>(users: &'a Users, scope: &MemoryScope) -> Option<&'a Keys> {
+    users.get(&UserIds::of(scope))?.namespaces.get(scope.namespace_or_empty())
 }
 
 /// Removes the namespaces left empty, and the user's entry once none is left, so nothing
 /// names an erased user.
 fn prune(users: &mut Users, ids: &UserIds<'_>) {
-    if let Some(namespaces) = users.get_mut(ids) {
-        namespaces.retain(|_, keys| !keys.is_empty());
-        if namespaces.is_empty() {
+    if let Some(held) = users.get_mut(ids) {
+        held.namespaces.retain(|_, keys| !keys.is_empty());
+        if held.namespaces.is_empty() {
             users.remove(ids);
         }
     }
@@ -258,14 +375,18 @@ impl crate::observe::Backend for InMemoryStore {
         let ids = UserIds::of(scope);
         let ns = scope.namespace_or_empty();
         let mut users = self.write()?;
-        let namespaces = users.entry_ref(&ids).or_default();
+        let held = users.entry_ref(&ids).or_default();
+        let (namespaces, usage) = (&mut held.namespaces, &mut held.usage);
         // Look up before inserting, so writing to an existing namespace allocates no name.
         if !namespaces.contains_key(ns) {
             namespaces.insert(ns.to_owned(), Keys::new());
         }
         let keys = namespaces.get_mut(ns).expect("the namespace was just ensured");
+        let held_before = keys.get(key).map(|stored| stored.bytes);
         let live = keys.get(key).filter(|stored| stored.is_live(now));
         let parts = write.into_parts();
+        let bytes = quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
+        let change = UsageChange::of_write(held_before, bytes);
         let allowed = match &parts.condition {
             WriteCondition::Always => Ok(()),
             WriteCondition::CreateOnly if live.is_some() => Err(MemoryError::already_exists()),
@@ -274,7 +395,8 @@ impl crate::observe::Backend for InMemoryStore {
                 Ok(())
             }
             WriteCondition::Revision(_) => Err(MemoryError::stale_revision()),
-        };
+        }
+        .and_then(|()| self.quotas.admit(*usage, change));
         if let Err(conflict) = allowed {
             prune(&mut users, &ids);
             return Err(conflict);
@@ -288,8 +410,11 @@ impl crate::observe::Backend for InMemoryStore {
             updated_at: now,
             expires_at: parts.expires_at,
             source: parts.source,
+            bytes,
         };
         let record = stored.to_record(scope, key);
+        usage.records = usage.records.saturating_add_signed(change.records);
+        usage.bytes = usage.bytes.saturating_add_signed(change.bytes);
         match keys.get_mut(key) {
             Some(slot) => *slot = stored,
             None => {
@@ -372,7 +497,13 @@ impl crate::observe::Backend for InMemoryStore {
         validation::key(key)?;
         let now = self.clock.now();
         let mut users = self.write()?;
-        let Some(keys) = namespace_mut(&mut users, scope) else {
+        let Some(Held { namespaces, usage }) = users.get_mut(&UserIds::of(scope)) else {
+            return match expected_revision {
+                Some(_) => Err(MemoryError::stale_revision()),
+                None => Ok(false),
+            };
+        };
+        let Some(keys) = namespaces.get_mut(scope.namespace_or_empty()) else {
             return match expected_revision {
                 Some(_) => Err(MemoryError::stale_revision()),
                 None => Ok(false),
@@ -385,7 +516,9 @@ impl crate::observe::Backend for InMemoryStore {
             }
         }
         let existed = live_revision.is_some();
-        keys.remove(key);
+        if let Some(stored) = keys.remove(key) {
+            usage.release(&stored);
+        }
         if keys.is_empty() {
             prune(&mut users, &UserIds::of(scope));
         }
@@ -395,10 +528,11 @@ impl crate::observe::Backend for InMemoryStore {
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let ids = UserIds::of(scope);
         let mut users = self.write()?;
-        let removed = users
-            .get_mut(&ids)
-            .and_then(|namespaces| namespaces.remove(scope.namespace_or_empty()))
-            .map_or(0, |keys| keys.len());
+        let removed = users.get_mut(&ids).map_or(0, |held| {
+            let keys = held.namespaces.remove(scope.namespace_or_empty()).unwrap_or_default();
+            keys.values().for_each(|stored| held.usage.release(stored));
+            keys.len()
+        });
         prune(&mut users, &ids);
         Ok(removed as u64)
     }
@@ -408,7 +542,7 @@ impl crate::observe::Backend for InMemoryStore {
         let mut users = self.write()?;
         let removed = users
             .remove(&UserIds { application_id, user_id })
-            .map_or(0, |namespaces| namespaces.values().map(BTreeMap::len).sum::<usize>());
+            .map_or(0, |held| held.namespaces.values().map(BTreeMap::len).sum::<usize>());
         Ok(removed as u64)
     }
 
@@ -420,7 +554,9 @@ impl crate::observe::Backend for InMemoryStore {
     ) -> Result<NamespacePage> {
         let page = page.namespace_page(application_id, user_id)?;
         let users = self.read()?;
-        let Some(namespaces) = users.get(&UserIds { application_id, user_id }) else {
+        let Some(namespaces) =
+            users.get(&UserIds { application_id, user_id }).map(|h| &h.namespaces)
+        else {
             return Ok(NamespacePage { items: Vec::new(), next_cursor: None });
         };
         use std::ops::Bound::{Excluded, Unbounded};
@@ -444,7 +580,10 @@ impl crate::observe::Backend for InMemoryStore {
         let page = page.key_page(CursorKind::Purge, scope)?;
         let now = self.clock.now();
         let mut users = self.write()?;
-        let Some(keys) = namespace_mut(&mut users, scope) else {
+        let Some(Held { namespaces, usage }) = users.get_mut(&UserIds::of(scope)) else {
+            return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
+        };
+        let Some(keys) = namespaces.get_mut(scope.namespace_or_empty()) else {
             return Ok(MemoryCleanupPage { deleted: 0, next_cursor: None });
         };
         let (batch, more) = {
@@ -459,7 +598,9 @@ impl crate::observe::Backend for InMemoryStore {
         let mut deleted = 0;
         for (key, expired) in &batch {
             if *expired {
-                keys.remove(key);
+                if let Some(stored) = keys.remove(key) {
+                    usage.release(&stored);
+                }
                 deleted += 1;
             }
         }

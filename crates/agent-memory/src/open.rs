@@ -11,13 +11,14 @@ use crate::store::MemoryStore;
 ///
 /// | URL | provider | feature |
 /// | --- | --- | --- |
-/// | `memory:` | [`InMemoryStore`] | always |
+/// | `memory:`, `memory:?max_records_per_user=N` | [`InMemoryStore`] | always |
 /// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start) | `sqlite` |
 /// | `postgres://…`, `postgresql://…` | `PostgresMemoryStore` | `postgres` |
 /// | `redis://…`, `rediss://…` | `RedisMemoryStore` on one server | `redis` |
 /// | `redis+cluster://host:port,host:port…`, `rediss+cluster://…` | `RedisMemoryStore` on a Redis Cluster | `redis` |
 ///
-/// TLS settings are URL parameters (`sslmode`, `sslrootcert`, … for PostgreSQL; `cacert`,
+/// Every provider takes the [quota](crate#quotas) parameters `max_records_per_user` and
+/// `max_bytes_per_user`. TLS settings are URL parameters (`sslmode`, `sslrootcert`, … for PostgreSQL; `cacert`,
 /// `cert`, `key` for `rediss`); see each provider's guide and docs/managed-databases.md.
 ///
 /// ```
@@ -38,10 +39,7 @@ use crate::store::MemoryStore;
 pub fn open(url: &str) -> Result<Arc<dyn MemoryStore>> {
     let scheme = url.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
     match scheme.as_deref() {
-        Some("memory") if url == "memory:" || url == "memory://" => {
-            Ok(Arc::new(InMemoryStore::new()))
-        }
-        Some("memory") => Err(MemoryError::invalid("url", "memory: takes nothing after the colon")),
+        Some("memory") => Ok(Arc::new(InMemoryStore::from_url(url)?)),
         Some("sqlite") => open_sqlite(url),
         Some("postgres" | "postgresql") => open_postgres(url),
         Some("redis" | "rediss" | "redis+cluster" | "rediss+cluster") => open_redis(url),

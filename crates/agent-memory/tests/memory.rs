@@ -9,7 +9,15 @@ use agent_memory::{InMemoryStore, ManualClock};
 /// would be a second datastore. The replica cases race tasks of this one instance instead.
 async fn store() -> Fixture {
     let clock = ManualClock::starting_now();
-    Fixture::new(Arc::new(InMemoryStore::with_clock(Arc::new(clock.clone())))).with_clock(clock)
+    let quota_clock = clock.clone();
+    Fixture::new(Arc::new(InMemoryStore::with_clock(Arc::new(clock.clone()))))
+        .with_clock(clock)
+        // An in-process store keeps its records inside the instance, so each quota case's
+        // store is a datastore of its own; the cases use only it.
+        .with_quotas(move |quotas| {
+            let builder = InMemoryStore::builder().clock(Arc::new(quota_clock.clone()));
+            Arc::new(builder.quotas(quotas).build().expect("valid quotas"))
+        })
 }
 
 agent_memory::conformance_tests!(store);

@@ -512,3 +512,23 @@ fn the_definition_declares_the_six_commands() {
         assert!(arguments.contains(&name), "{name}");
     }
 }
+
+/// A store's quota reaches the model as a full memory, with how to free space; nothing is
+/// written, and deleting a file makes room.
+#[tokio::test]
+async fn a_full_memory_says_so_and_how_to_free_space() {
+    let store = Arc::new(InMemoryStore::builder().max_records_per_user(1).build().unwrap());
+    store.start().await.unwrap();
+    let memory = ScopedMemory::new(store, scope());
+    create(&memory, "/memories/a.md", "first").await;
+    let err = fail(
+        &memory,
+        json!({"command": "create", "path": "/memories/b.md", "file_text": "second"}),
+    )
+    .await;
+    assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
+    assert!(err.message().contains("The memory is full") && err.message().contains("delete"));
+    assert_eq!(records(&memory).await.len(), 1, "nothing was written");
+    ok(&memory, json!({"command": "delete", "path": "/memories/a.md"})).await;
+    create(&memory, "/memories/b.md", "second").await;
+}

@@ -26,7 +26,18 @@ fn pooled_store() -> PostgresMemoryStore {
 
 async fn store() -> Fixture {
     // Two stores with their own pools on one table: two replicas of a service.
-    Fixture::new(Arc::new(pooled_store())).with_replica(Arc::new(pooled_store()))
+    Fixture::new(Arc::new(pooled_store())).with_replica(Arc::new(pooled_store())).with_quotas(
+        |quotas| {
+            let store = PostgresMemoryStore::builder(&shared_url())
+                .expect("a valid URL")
+                .min_connections(1)
+                .max_connections(4)
+                .quotas(quotas)
+                .build()
+                .expect("a valid configuration");
+            Arc::new(store)
+        },
+    )
 }
 
 agent_memory::conformance_tests!(store);
@@ -151,7 +162,7 @@ async fn replicas_starting_together_create_the_schema_once_and_record_its_versio
         )
         .await
         .expect("catalog");
-    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("agent-memory schema v1"));
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("agent-memory schema v2"));
     assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some("C"));
     for store in &stores {
         store.close().await.expect("close");
@@ -227,6 +238,94 @@ async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differe
     let err = store.start().await.unwrap_err();
     assert!(source_text(&err).contains("records no schema version"), "{}", source_text(&err));
     admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
+/// A table of schema version 1 (no byte counts, no usage table) is upgraded by the first
+/// store that starts with `setup_schema`: every row is charged in batches, each user's usage is
+/// summed, and the quotas hold at once, counting the rows written before the upgrade. A store
+/// with `setup_schema(false)` refuses the old table, saying how to upgrade it.
+#[tokio::test]
+async fn a_version_1_table_is_upgraded_with_its_usage_counted() {
+    let table = unique("upgrade");
+    let admin = raw(&shared_url()).await;
+    admin
+        .batch_execute(&format!(
+            "CREATE TABLE public.\"{table}\" (
+                 app text COLLATE \"C\" NOT NULL, user_id text COLLATE \"C\" NOT NULL,
+                 namespace text COLLATE \"C\" NOT NULL, key text COLLATE \"C\" NOT NULL,
+                 content text NOT NULL, metadata jsonb NOT NULL, source jsonb NOT NULL,
+                 revision bigint NOT NULL, created_at timestamptz NOT NULL,
+                 updated_at timestamptz NOT NULL, expires_at timestamptz,
+                 PRIMARY KEY (app, user_id, namespace, key));
+             CREATE SEQUENCE public.\"{table}_revision_seq\" AS bigint NO CYCLE;
+             ALTER SEQUENCE public.\"{table}_revision_seq\" OWNED BY public.\"{table}\".revision;
+             COMMENT ON TABLE public.\"{table}\" IS 'agent-memory schema v1';
+             INSERT INTO public.\"{table}\"
+               SELECT 'app', 'big', '', 'k' || lpad(i::text, 4, '0'), 'x', '{{}}', '{{}}', i,
+                      now(), now(), NULL
+               FROM generate_series(1, 1005) AS i;
+             INSERT INTO public.\"{table}\" VALUES
+               ('app', 'old', 'notes', 'a', 'hé', '{{\"b\": [1, 2.5], \"a\": \"x y\"}}',
+                '{{\"agent\": \"bot\"}}', 2000, now(), now(), NULL);
+             SELECT setval('public.\"{table}_revision_seq\"', 2000);"
+        ))
+        .await
+        .expect("a version 1 table");
+    let build = |setup: bool, quotas: agent_memory::Quotas| {
+        PostgresMemoryStore::builder(&shared_url())
+            .expect("url")
+            .table(table.clone())
+            .setup_schema(setup)
+            .quotas(quotas)
+            .build()
+            .expect("config")
+    };
+    let records = agent_memory::Quotas::default().max_records_per_user(1006);
+    let err = build(false, records).start().await.expect_err("a version 1 table without setup");
+    assert!(source_text(&err).contains("schema version 1"), "{}", source_text(&err));
+
+    let store = build(true, records);
+    store.start().await.expect("the upgrade");
+    let big = scope("app", "big");
+    store.put(&big, "new", MemoryWrite::new("fits")).await.expect("record 1006");
+    let err = store.put(&big, "newer", MemoryWrite::new("no")).await.expect_err("1007");
+    assert!(err.is_quota_exceeded(), "the 1,005 old rows all count: {err}");
+
+    store.close().await.expect("close");
+    let store = build(false, agent_memory::Quotas::default().max_bytes_per_user(100));
+    store.start().await.expect("the upgraded table passes the check");
+    let old = scope("app", "old");
+    let metadata = serde_json::json!({"b": [1, 2.5], "a": "x y"});
+    let charged = agent_memory::quota::record_bytes(
+        "a",
+        "hé",
+        metadata.as_object().expect("an object"),
+        &agent_memory::Source { agent: Some("bot".into()), ..Default::default() },
+    );
+    let room = 100 - charged;
+    // A record of `room` bytes: key "b" (1) + content + "{}" + "{}".
+    let fits = "y".repeat(usize::try_from(room - 5).expect("small"));
+    let err = store.put(&old, "b", MemoryWrite::new(format!("{fits}y"))).await.expect_err("over");
+    assert!(err.is_quota_exceeded(), "the old row is charged {charged} bytes: {err}");
+    store.put(&old, "b", MemoryWrite::new(fits)).await.expect("exactly the room left");
+    assert_eq!(store.delete_user("app", "old").await.expect("erase"), 2);
+    store.close().await.expect("close");
+
+    let usage: Vec<(String, i64)> = admin
+        .query(&format!("SELECT user_id, records FROM public.\"{table}_usage\" ORDER BY 1"), &[])
+        .await
+        .expect("usage")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(usage, [("big".to_owned(), 1006)], "an erased user leaves no usage row");
+    admin
+        .batch_execute(&format!(
+            "DROP TABLE public.\"{table}\"; DROP TABLE public.\"{table}_usage\"; \
+             DROP FUNCTION public.\"{table}_usage_count\"()"
+        ))
+        .await
+        .expect("drop");
 }
 
 #[tokio::test]

@@ -4,6 +4,10 @@
 //! revision sequence (the grants the provider's docs give). The whole conformance suite passes
 //! as that role; the tests below show the role really cannot do more.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -67,7 +71,10 @@ async fn store() -> Fixture {
     provisioned().await;
     let url = as_role("setup_schema=false&max_connections=4");
     let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"));
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

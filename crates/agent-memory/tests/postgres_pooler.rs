@@ -5,6 +5,10 @@
 //! no support for named prepared statements at all in this mode, so any statement the store
 //! prepared by name would fail here.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -21,7 +25,10 @@ async fn store() -> Fixture {
     let url = pooled("max_connections=4");
     let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid pooler URL"));
     // Two stores with their own pools: two replicas of a service, through one pooler.
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid pooler URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

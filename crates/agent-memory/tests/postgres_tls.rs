@@ -6,6 +6,10 @@
 //! `Storage` error whose message says it was TLS, and no error or `Debug` output shows a
 //! password.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -30,7 +34,10 @@ async fn store() -> Fixture {
     let url = tls_url("127.0.0.1", &format!("{}&max_connections=4", verify_full()));
     let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"));
     // Two stores with their own pools: two replicas of a service.
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

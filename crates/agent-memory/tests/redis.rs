@@ -1,6 +1,10 @@
 //! The Redis provider against real single servers: the whole conformance suite on a shared
 //! server, plus erasure, durability and fault tests on servers of their own.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::collections::HashMap;
 use std::error::Error as _;
 use std::sync::Arc;
@@ -16,7 +20,10 @@ async fn store() -> Fixture {
     let url = shared_url();
     let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
     // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);
@@ -95,8 +102,65 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     // floor, which delete_all raised so re-created keys never repeat a revision.
     assert_eq!(server.dbsize(), keys_before + 1);
     assert_eq!(store.delete_user(&app, "other").await.unwrap(), 1);
-    assert_eq!(server.dbsize(), keys_before - 3, "the other user's record, index and set");
+    assert_eq!(
+        server.dbsize(),
+        keys_before - 4,
+        "the other user's record, index, namespace set and usage"
+    );
     store.close().await.unwrap();
+}
+
+/// Records written before usage was kept (a user with records and no usage hash) are counted
+/// once, from the records, by the first script that needs the count: quotas hold at once, and
+/// deletes and purges free exactly what those records were charged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_from_before_usage_was_kept_are_counted_once() {
+    let server = RedisServer::start();
+    let plain = started(&server.url()).await;
+    let user = MemoryScope::new(app(), "legacy").unwrap();
+    let notes = user.with_namespace("notes").unwrap();
+    let source = agent_memory::Source { agent: Some("bot \"1\"".into()), ..Default::default() };
+    let metadata = serde_json::json!({"k": [1, "é"]});
+    let rich = MemoryWrite::new("hello").metadata(metadata.clone()).source(source.clone());
+    plain.put(&user, "a", rich).await.unwrap();
+    plain.put(&notes, "b", MemoryWrite::new("world")).await.unwrap();
+    let soon = Timestamp::now().saturating_add(Duration::from_millis(200));
+    plain.put(&notes, "c", MemoryWrite::new("brief").expires_at(soon)).await.unwrap();
+    // Forget the usage, as a store written before it was kept has none.
+    let usage: Vec<String> = server
+        .cli(&["KEYS", "am:*q"])
+        .lines()
+        .map(str::to_owned)
+        .filter(|key| !key.is_empty())
+        .collect();
+    assert_eq!(usage.len(), 1, "one user, one usage hash: {usage:?}");
+    server.cli(&["DEL", &usage[0]]);
+
+    let charged =
+        agent_memory::quota::record_bytes("a", "hello", metadata.as_object().unwrap(), &source)
+            + 2 * (1 + 5 + 2 + 2);
+    let store = RedisMemoryStore::builder(&server.url())
+        .unwrap()
+        .max_records_per_user(4)
+        .max_bytes_per_user(charged + 10)
+        .build()
+        .unwrap();
+    store.start().await.unwrap();
+    // 10 bytes left: key "d" (1) + "{}" + "{}" leaves 5 for the content.
+    let err = store.put(&user, "d", MemoryWrite::new("123456")).await.unwrap_err();
+    assert!(matches!(err, MemoryError::QuotaExceeded { quota: "max_bytes_per_user", .. }), "{err}");
+    store.put(&user, "d", MemoryWrite::new("12345")).await.expect("exactly the room left");
+    let err = store.put(&user, "e", MemoryWrite::new("")).await.unwrap_err();
+    assert!(matches!(err, MemoryError::QuotaExceeded { quota: "max_records_per_user", .. }));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(store.purge_expired(&notes, PageRequest::default()).await.unwrap().deleted, 1);
+    store.put(&user, "e", MemoryWrite::new("")).await.expect("the purge freed a record");
+    assert!(store.delete(&user, "a", None).await.unwrap());
+    assert_eq!(store.delete_all(&notes).await.unwrap(), 1);
+    assert_eq!(store.delete_user(user.application_id(), "legacy").await.unwrap(), 2);
+    assert_eq!(server.dbsize(), 0, "nothing of the erased user remains, usage included");
+    store.close().await.unwrap();
+    plain.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,10 @@
 //! The Redis provider against a real three-master Redis Cluster: the whole conformance suite on
 //! a shared cluster, plus erasure and reconnection on a cluster of its own.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +16,10 @@ async fn store() -> Fixture {
     let url = shared_cluster_url();
     let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
     // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

@@ -4,6 +4,10 @@
 //! connection the client opens, to the seeds and to every node it discovers, must use TLS for
 //! the suite to pass.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -23,7 +27,10 @@ fn tls_url(seeds: usize) -> String {
 async fn store() -> Fixture {
     let url = tls_url(3);
     let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

@@ -5,6 +5,10 @@
 //! durability check says it could not verify the settings, and `require_durable(true)` refuses
 //! naming why.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::{Arc, OnceLock};
 
 use agent_memory::conformance::Fixture;
@@ -44,7 +48,10 @@ fn user_url() -> String {
 async fn store() -> Fixture {
     let url = user_url();
     let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid URL"));
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

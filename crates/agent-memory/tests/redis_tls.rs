@@ -5,6 +5,10 @@
 //! each a `Storage` error whose message says it was TLS; `insecure=true`; and an ACL user's
 //! `username:password@` in a `rediss` URL.
 
+mod support {
+    pub mod quotas;
+}
+
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
@@ -23,7 +27,10 @@ async fn store() -> Fixture {
     let url = tls_url("127.0.0.1");
     let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid TLS URL"));
     // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open())
+    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
+        let url = support::quotas::url_with(&url, quotas);
+        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid TLS URL"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

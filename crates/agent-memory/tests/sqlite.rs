@@ -36,8 +36,20 @@ async fn store() -> Fixture {
         .clock(Arc::new(clock.clone()))
         .build()
         .expect("valid options");
+    let (quota_path, quota_clock) = (path.clone(), clock.clone());
     // The folder goes once the case has closed both stores.
-    Fixture::new(Arc::new(store)).with_clock(clock).with_replica(Arc::new(replica)).with_guard(dir)
+    Fixture::new(Arc::new(store))
+        .with_clock(clock)
+        .with_replica(Arc::new(replica))
+        .with_quotas(move |quotas| {
+            let store = SqliteMemoryStore::builder(&quota_path)
+                .clock(Arc::new(quota_clock.clone()))
+                .quotas(quotas)
+                .build()
+                .expect("valid quotas");
+            Arc::new(store)
+        })
+        .with_guard(dir)
 }
 
 agent_memory::conformance_tests!(store);
@@ -629,11 +641,11 @@ async fn a_newer_schema_version_is_refused_and_untouched() {
         let conn = rusqlite::Connection::open(&path).expect("open");
         let version: i64 =
             conn.query_row("PRAGMA user_version", [], |row| row.get(0)).expect("read version");
-        assert_eq!(version, 1, "the schema version is recorded");
+        assert_eq!(version, 2, "the schema version is recorded");
         let app: i64 =
             conn.query_row("PRAGMA application_id", [], |row| row.get(0)).expect("read id");
         assert_eq!(app, 0x4147_4D45, "the file is marked as agent-memory's");
-        conn.execute_batch("PRAGMA user_version = 2").expect("pretend a newer release wrote it");
+        conn.execute_batch("PRAGMA user_version = 3").expect("pretend a newer release wrote it");
     }
     let before = read_bytes(&path);
 
@@ -641,6 +653,69 @@ async fn a_newer_schema_version_is_refused_and_untouched() {
     assert!(err.is_storage(), "{err}");
     assert!(err.to_string().contains("newer release"), "{err}");
     assert_eq!(read_bytes(&path), before);
+}
+
+/// A file written by the version 1 layout (no byte counts, no usage table) is upgraded on the
+/// first writable start: every record is charged, each user's usage is summed, and the quotas
+/// hold at once, counting the records written before the upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_file_is_upgraded_with_its_usage_counted() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("create a version 1 file");
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE memory_records (
+                 app_id TEXT NOT NULL COLLATE BINARY, user_id TEXT NOT NULL COLLATE BINARY,
+                 namespace TEXT NOT NULL COLLATE BINARY, key TEXT NOT NULL COLLATE BINARY,
+                 content TEXT NOT NULL, metadata TEXT NOT NULL, source_session TEXT,
+                 source_invocation TEXT, source_agent TEXT, revision INTEGER NOT NULL,
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER,
+                 PRIMARY KEY (app_id, user_id, namespace, key)) STRICT, WITHOUT ROWID;
+             CREATE TABLE memory_meta (name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL)
+                 STRICT, WITHOUT ROWID;
+             INSERT INTO memory_meta VALUES ('last_revision', 3);
+             INSERT INTO memory_records VALUES
+                 ('sqlite-tests', 'old', '', 'a', 'hello', '{\"k\":1}', 's', NULL, NULL, 1, 1, 1, NULL),
+                 ('sqlite-tests', 'old', 'notes', 'b', 'world', '{}', NULL, NULL, NULL, 2, 1, 1, NULL),
+                 ('sqlite-tests', 'other', '', 'c', 'x', '{}', NULL, NULL, NULL, 3, 1, 1, NULL);
+             PRAGMA application_id = 1095191877;
+             PRAGMA user_version = 1;",
+        )
+        .expect("the version 1 layout");
+    }
+    let read_only = SqliteMemoryStore::builder(&path).read_only(true).build().expect("valid");
+    let err = read_only.start().await.expect_err("a read-only store cannot upgrade");
+    assert!(err.to_string().contains("version 1"), "{err}");
+
+    // "a" is 1 + 5 + 7 + {"session_id":"s"} (18) = 31 bytes, "b" 1 + 5 + 2 + 2 = 10.
+    let store = SqliteMemoryStore::builder(&path)
+        .max_records_per_user(3)
+        .max_bytes_per_user(31 + 10 + 12)
+        .build()
+        .expect("valid quotas");
+    store.start().await.expect("the upgrade");
+    let old = scope("old");
+    assert_eq!(store.get(&old, "a").await.expect("get").expect("kept").content, "hello");
+    let err = store.put(&old, "c", MemoryWrite::new("12345678")).await.expect_err("13 bytes");
+    assert!(err.is_quota_exceeded(), "{err}");
+    store.put(&old, "c", MemoryWrite::new("1234567")).await.expect("12 bytes fit exactly");
+    let err = store.put(&old, "d", MemoryWrite::new("")).await.expect_err("a fourth record");
+    assert!(matches!(err, MemoryError::QuotaExceeded { quota: "max_records_per_user", limit: 3 }));
+    assert_eq!(store.delete_user("sqlite-tests", "old").await.expect("erase"), 3);
+    store.put(&old, "d", MemoryWrite::new("fits again")).await.expect("freed");
+    store.close().await.expect("close");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).expect("v");
+    assert_eq!(version, 2, "upgraded to version 2");
+    let users: Vec<(String, i64, i64)> = conn
+        .prepare("SELECT user_id, records, bytes FROM memory_usage ORDER BY user_id")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?.collect()
+        })
+        .expect("usage rows");
+    assert_eq!(users, [("old".into(), 1, 15), ("other".into(), 1, 6)]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -771,3 +771,29 @@ fn every_tool_with_a_json_result_declares_its_output_schema() {
         assert!(schema["properties"].as_object().is_some_and(|p| !p.is_empty()));
     }
 }
+
+/// A store's quota reaches the model as "memory is full", naming the limit and the tool that
+/// frees space, never as an unavailable store; after a delete the same call works.
+#[tokio::test]
+async fn a_full_memory_tells_the_model_how_to_free_space() {
+    let store = Arc::new(InMemoryStore::builder().max_records_per_user(1).build().unwrap());
+    store.start().await.unwrap();
+    let memory = ScopedMemory::new(store.clone(), scope("hana"));
+    call(&memory, "memory_save", json!({"key": "a", "content": "first"})).await;
+    let err = fail(&memory, "memory_save", json!({"key": "b", "content": "second"})).await;
+    assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
+    let message = err.message();
+    assert!(message.contains("at most 1 memories") && message.contains("memory_delete"), "{err}");
+    assert!(message.contains("nothing was saved"), "{err}");
+    assert_eq!(err.to_json()["error"]["kind"], "memory_full");
+    call(&memory, "memory_delete", json!({"key": "a"})).await;
+    call(&memory, "memory_save", json!({"key": "b", "content": "second"})).await;
+
+    let bytes = Arc::new(InMemoryStore::builder().max_bytes_per_user(20).build().unwrap());
+    bytes.start().await.unwrap();
+    let facts = Facts::new(bytes);
+    let long = json!({"text": "a fact far longer than twenty bytes"});
+    let err = tools::dispatch_facts(&facts, &scope("hana"), "remember", &long).await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
+    assert!(err.message().contains("20 bytes") && err.message().contains("forget"), "{err}");
+}

@@ -194,6 +194,7 @@ fn outcome(kind: ToolErrorKind) -> &'static str {
         ToolErrorKind::InvalidArguments => "invalid_arguments",
         ToolErrorKind::Conflict => "conflict",
         ToolErrorKind::Unavailable => "unavailable",
+        ToolErrorKind::MemoryFull => "memory_full",
         ToolErrorKind::UnknownTool => "unknown_tool",
         _ => "error",
     }

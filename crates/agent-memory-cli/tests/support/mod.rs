@@ -14,6 +14,7 @@ pub const NOT_FOUND: i32 = 1;
 pub const INVALID: i32 = 2;
 pub const CONFLICT: i32 = 3;
 pub const FAILURE: i32 = 4;
+pub const QUOTA_EXCEEDED: i32 = 5;
 
 /// The variables removed from every command the tests run, so no test can reach the
 /// developer's own memories or change how the binary logs.

@@ -58,6 +58,21 @@
 //! compare timestamps exactly only when [`Harness::has_manual_clock`] is true, and by order
 //! otherwise.
 //!
+//! # Quotas
+//!
+//! The quota cases open stores with [`Quotas`] through [`Fixture::with_quotas`]: a function
+//! that builds another unstarted instance on the same datastore (and clock) with the given
+//! limits. A fixture without one fails those cases, naming what is missing.
+//!
+//! ```ignore
+//! async fn store() -> Fixture {
+//!     let url = std::env::var("MY_URL").unwrap();
+//!     let quota_url = url.clone();
+//!     Fixture::new(Arc::new(MyStore::connect(&url)))
+//!         .with_quotas(move |quotas| Arc::new(MyStore::connect_with_quotas(&quota_url, quotas)))
+//! }
+//! ```
+//!
 //! # Racing a provider's own instances
 //!
 //! [`increment_counter`] is the compare-and-set increment the concurrency and replica cases
@@ -74,6 +89,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::quota::Quotas;
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::time::{Clock, ManualClock, Timestamp};
@@ -84,7 +100,18 @@ pub struct Fixture {
     store: Arc<dyn MemoryStore>,
     replica: Option<Arc<dyn MemoryStore>>,
     clock: Option<ManualClock>,
+    quotas: Option<QuotaFactory>,
     guards: Guards,
+}
+
+/// Builds an unstarted instance with quotas on the fixture's datastore.
+#[derive(Clone)]
+struct QuotaFactory(Arc<dyn Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync>);
+
+impl std::fmt::Debug for QuotaFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuotaFactory")
+    }
 }
 
 /// Values kept alive for a case; shared, so every clone of a fixture or harness keeps them.
@@ -93,7 +120,7 @@ type Guards = Vec<Arc<dyn Any + Send + Sync>>;
 impl Fixture {
     /// An unstarted store whose clock is the datastore's (or the system's).
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store, replica: None, clock: None, guards: Vec::new() }
+        Self { store, replica: None, clock: None, quotas: None, guards: Vec::new() }
     }
 
     /// Keeps `guard` alive until the case has ended and the store (and its replica) are
@@ -120,6 +147,17 @@ impl Fixture {
         self
     }
 
+    /// Declares how to build another unstarted instance on the same datastore (the same
+    /// database, Redis or file, and the same clock) with the given [`Quotas`], for the quota
+    /// cases. Each call of `open` must give a new instance; the cases start and close it.
+    pub fn with_quotas(
+        mut self,
+        open: impl Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
+    ) -> Self {
+        self.quotas = Some(QuotaFactory(Arc::new(open)));
+        self
+    }
+
     /// Adds a second, independent, unstarted store instance on the same datastore: what a
     /// second replica of an application would build (its own pool, connections or file handle,
     /// the same database, Redis or file). The replica cases race the two instances against each
@@ -143,6 +181,7 @@ pub struct Harness {
     store: Arc<dyn MemoryStore>,
     replica: Arc<dyn MemoryStore>,
     clock: Option<ManualClock>,
+    quotas: Option<QuotaFactory>,
     application_id: String,
     guards: Guards,
 }
@@ -167,6 +206,7 @@ impl Harness {
             store: fixture.store,
             replica,
             clock: fixture.clock,
+            quotas: fixture.quotas,
             application_id: format!("conformance-{}", uuid::Uuid::new_v4().simple()),
             guards: fixture.guards,
         }
@@ -191,6 +231,20 @@ impl Harness {
     /// True when [`replica`](Self::replica) is a separate instance, not the store itself.
     pub fn has_replica(&self) -> bool {
         !Arc::ptr_eq(&self.store, &self.replica)
+    }
+
+    /// A started instance on the store's datastore with `quotas` (see
+    /// [`Fixture::with_quotas`]); the caller closes it.
+    ///
+    /// # Panics
+    /// If the fixture gives no way to build one, or it does not start.
+    pub async fn with_quotas(&self, quotas: Quotas) -> Arc<dyn MemoryStore> {
+        let factory = self.quotas.as_ref().expect(
+            "the fixture gives no way to open a store with quotas: add Fixture::with_quotas",
+        );
+        let store = (factory.0)(quotas);
+        store.start().await.expect("the store with quotas starts");
+        store
     }
 
     /// This case's application id.
@@ -300,6 +354,7 @@ mod limits;
 mod namespaces;
 mod paging;
 mod prefix;
+mod quotas;
 mod replicas;
 mod scoped;
 mod search;
@@ -318,6 +373,7 @@ pub mod cases {
     pub use super::namespaces::*;
     pub use super::paging::*;
     pub use super::prefix::*;
+    pub use super::quotas::*;
     pub use super::replicas::*;
     pub use super::scoped::*;
     pub use super::search::*;
@@ -466,6 +522,15 @@ macro_rules! __conformance_case_list {
             concurrent_create_only_has_one_winner,
             concurrent_conditional_delete_has_one_winner,
             concurrent_writes_to_distinct_keys_all_land,
+            // quotas
+            quota_admits_up_to_the_limit_and_refuses_one_past,
+            quota_counts_every_namespace_of_the_user_only,
+            quota_replace_counts_only_the_difference,
+            quota_deletes_and_erasure_free_space,
+            quota_expired_records_count_until_purged,
+            quota_bytes_count_key_content_metadata_and_source,
+            quota_conditional_writes_obey_it,
+            quota_concurrent_writers_never_overshoot,
             // replicas
             replicas_see_each_others_writes,
             replicas_compare_and_set_never_wins_a_revision_twice,

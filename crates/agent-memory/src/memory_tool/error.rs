@@ -205,7 +205,24 @@ pub(super) fn rename_blocked(old_path: &str, journal_key: &str) -> ToolError {
 /// A `map_err` closure for a store call of `command`; `writes` says whether the command may
 /// have changed something by the time the call failed.
 pub(super) fn store(command: &'static str, writes: bool) -> impl Fn(MemoryError) -> ToolError {
-    move |err| unavailable(&err, command, writes)
+    move |err| match err {
+        MemoryError::QuotaExceeded { quota, limit } => memory_full(quota, limit),
+        err => unavailable(&err, command, writes),
+    }
+}
+
+/// Ours: the store's quota for this user is reached; the write did not happen.
+pub(super) fn memory_full(quota: &str, limit: u64) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::MemoryFull,
+        None,
+        format!(
+            "The memory is full: {}. Nothing was changed. Free space by deleting files under \
+             /memories that are no longer needed (the delete command) or by shortening files, \
+             then try again.",
+            crate::tools::full_because(quota, limit, "files")
+        ),
+    )
 }
 
 // The command.

@@ -57,6 +57,7 @@ pub(crate) struct Options {
     pub(crate) search_scan_bytes: usize,
     pub(crate) erase_batch_size: usize,
     pub(crate) prepared_statements: bool,
+    pub(crate) quotas: crate::quota::Quotas,
 }
 
 impl Default for Options {
@@ -71,6 +72,7 @@ impl Default for Options {
             search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             prepared_statements: true,
+            quotas: crate::quota::Quotas::unlimited(),
         }
     }
 }
@@ -163,6 +165,28 @@ impl PostgresMemoryStoreBuilder {
         self
     }
 
+    /// The most records one application user may hold, every namespace and expired records
+    /// included (default: no limit; at least 1). See [Quotas](crate#quotas). URL parameter
+    /// `max_records_per_user`.
+    pub fn max_records_per_user(mut self, records: u64) -> Self {
+        self.options.quotas = self.options.quotas.max_records_per_user(records);
+        self
+    }
+
+    /// The most bytes one application user may hold, counted by
+    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
+    /// parameter `max_bytes_per_user`.
+    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+        self.options.quotas = self.options.quotas.max_bytes_per_user(bytes);
+        self
+    }
+
+    /// Sets both limits at once from `quotas`.
+    pub fn quotas(mut self, quotas: crate::quota::Quotas) -> Self {
+        self.options.quotas = quotas;
+        self
+    }
+
     /// Whether each statement is prepared once per connection and then run by name (default
     /// `true`, the fastest). With `false` every operation runs its statement unnamed, still in
     /// one round trip (parse, bind and execute in one message): what transaction-mode poolers
@@ -252,6 +276,7 @@ impl PostgresMemoryStoreBuilder {
         if o.erase_batch_size == 0 {
             return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
         }
+        o.quotas.check()?;
         let tls = tls::resolve(&self.tls)?;
         let mut config = self.config;
         let mode = tls_mode_for_hosts(&mut config, &tls)?;
@@ -429,6 +454,7 @@ fn store_params(
     if let Some(prepared) = params.take_bool("prepared_statements")? {
         builder = builder.prepared_statements(prepared);
     }
+    builder = builder.quotas(crate::quota::Quotas::from_params(params)?);
     Ok(builder)
 }
 
@@ -733,6 +759,24 @@ mod tests {
         let b =
             builder("postgres://h/db?connect_timeout=4").connect_timeout(Duration::from_secs(1));
         assert_eq!(b.options.connect_timeout, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn quota_parameters_set_the_quotas_and_zero_is_invalid() {
+        let b = builder("postgres://h/db?max_records_per_user=7&max_bytes_per_user=4096");
+        assert_eq!(
+            b.options.quotas,
+            crate::quota::Quotas::default().max_records_per_user(7).max_bytes_per_user(4096)
+        );
+        for (url, option) in [
+            ("postgres://h/db?max_records_per_user=0", "max_records_per_user"),
+            ("postgres://h/db?max_bytes_per_user=0", "max_bytes_per_user"),
+        ] {
+            let err = PostgresMemoryStore::from_url(url).unwrap_err();
+            assert!(matches!(err, MemoryError::Invalid { field, .. } if field == option), "{url}");
+        }
+        let err = PostgresMemoryStore::from_url("postgres://h/db?max_records_per_user=many");
+        assert!(err.unwrap_err().to_string().contains("`max_records_per_user`"));
     }
 
     #[test]

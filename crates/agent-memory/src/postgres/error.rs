@@ -1,6 +1,8 @@
 //! The one place driver and pool errors become [`MemoryError`]s.
 
+use super::schema::{BYTES_EXCEEDED, RECORDS_EXCEEDED};
 use crate::error::{BoxError, MemoryError};
+use crate::quota::{Quotas, MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
 
 /// The provider name in [`MemoryError::Storage`].
 pub(crate) const PROVIDER: &str = "postgres";
@@ -41,4 +43,26 @@ fn tls_failure(err: &deadpool_postgres::PoolError) -> Option<&'static str> {
     } else {
         "TLS: the handshake with the server failed"
     })
+}
+
+/// Turns the usage trigger's quota errors ([`RECORDS_EXCEEDED`], [`BYTES_EXCEEDED`]) into
+/// [`MemoryError::QuotaExceeded`] with the store's limit; every other error passes unchanged.
+/// The trigger raised them inside the write's statement, so the write did not happen.
+pub(crate) fn quota_exceeded(err: MemoryError, quotas: &Quotas) -> MemoryError {
+    let code = match &err {
+        MemoryError::Storage { source: Some(source), .. } => source
+            .downcast_ref::<tokio_postgres::Error>()
+            .and_then(tokio_postgres::Error::as_db_error)
+            .map(|db| db.code().code().to_owned()),
+        _ => None,
+    };
+    match (code.as_deref(), quotas.records(), quotas.bytes()) {
+        (Some(RECORDS_EXCEEDED), Some(limit), _) => {
+            MemoryError::quota_exceeded(MAX_RECORDS_PER_USER, limit)
+        }
+        (Some(BYTES_EXCEEDED), _, Some(limit)) => {
+            MemoryError::quota_exceeded(MAX_BYTES_PER_USER, limit)
+        }
+        _ => err,
+    }
 }

@@ -149,12 +149,17 @@ impl crate::observe::Backend for PostgresMemoryStore {
     ) -> Result<MemoryRecord> {
         write.validate(key, Timestamp::now())?;
         let parts = write.into_parts();
+        let bytes = crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         let client = self.client().await?;
         let metadata = Value::Object(parts.metadata);
         let source = serde_json::to_value(&parts.source).map_err(storage("could not encode"))?;
         let expires_at = parts.expires_at.map(to_system_time);
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
         let content = parts.content.as_str();
+        let quotas = self.options.quotas;
+        let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+        let (max_records, max_bytes) = (limit(quotas.records()), limit(quotas.bytes()));
         let row = match &parts.condition {
             WriteCondition::Always | WriteCondition::CreateOnly => {
                 let sql = if parts.condition == WriteCondition::Always {
@@ -162,17 +167,41 @@ impl crate::observe::Backend for PostgresMemoryStore {
                 } else {
                     &self.sql.put_create_only
                 };
-                let params: [&(dyn ToSql + Sync); 8] =
-                    [&app, &user, &ns, &key, &content, &metadata, &source, &expires_at];
-                client.query_opt(sql, &params).await?
+                let params: [&(dyn ToSql + Sync); 11] = [
+                    &app,
+                    &user,
+                    &ns,
+                    &key,
+                    &content,
+                    &metadata,
+                    &source,
+                    &expires_at,
+                    &bytes,
+                    &max_records,
+                    &max_bytes,
+                ];
+                client.query_opt(sql, &params).await
             }
             WriteCondition::Revision(expected) => {
                 let expected = revision_number(expected);
-                let params: [&(dyn ToSql + Sync); 9] =
-                    [&app, &user, &ns, &key, &content, &metadata, &source, &expires_at, &expected];
-                client.query_opt(&self.sql.put_expected, &params).await?
+                let params: [&(dyn ToSql + Sync); 12] = [
+                    &app,
+                    &user,
+                    &ns,
+                    &key,
+                    &content,
+                    &metadata,
+                    &source,
+                    &expires_at,
+                    &expected,
+                    &bytes,
+                    &max_records,
+                    &max_bytes,
+                ];
+                client.query_opt(&self.sql.put_expected, &params).await
             }
-        };
+        }
+        .map_err(|err| error::quota_exceeded(err, &quotas))?;
         let Some(row) = row else {
             return Err(match parts.condition {
                 WriteCondition::CreateOnly => MemoryError::already_exists(),

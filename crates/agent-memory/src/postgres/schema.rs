@@ -10,7 +10,21 @@ use super::error::{storage, PROVIDER};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this code writes and reads, recorded as the table's comment.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
+
+/// The session settings through which a `put` hands its store's quotas to the usage trigger,
+/// for its own transaction only (`set_config(…, true)`); empty means no limit.
+pub(crate) const MAX_RECORDS_SETTING: &str = "agent_memory.max_records_per_user";
+/// See [`MAX_RECORDS_SETTING`].
+pub(crate) const MAX_BYTES_SETTING: &str = "agent_memory.max_bytes_per_user";
+
+/// The SQLSTATE the usage trigger raises when a write would pass `max_records_per_user`.
+pub(crate) const RECORDS_EXCEEDED: &str = "AMQ01";
+/// The SQLSTATE the usage trigger raises when a write would pass `max_bytes_per_user`.
+pub(crate) const BYTES_EXCEEDED: &str = "AMQ02";
+
+/// Rows the version 1 upgrade charges per statement.
+const UPGRADE_BATCH: i64 = 1_000;
 
 /// Prefix of the table comment that records the schema version.
 const VERSION_COMMENT_PREFIX: &str = "agent-memory schema v";
@@ -55,6 +69,21 @@ impl Names {
         format!("\"{}\".\"{}_revision_seq\"", self.schema, self.table)
     }
 
+    /// `"schema"."table_usage"`: one row per application user holding records.
+    pub(crate) fn usage(&self) -> String {
+        format!("\"{}\".\"{}_usage\"", self.schema, self.table)
+    }
+
+    /// `"schema"."table_usage_count"`: the trigger function that keeps the usage table.
+    fn usage_function(&self) -> String {
+        format!("\"{}\".\"{}_usage_count\"", self.schema, self.table)
+    }
+
+    /// The name of the trigger on the table, unqualified (triggers live in their table).
+    fn usage_trigger(&self) -> String {
+        format!("{}_usage", self.table)
+    }
+
     /// The advisory lock key serialising schema setup for this table across replicas.
     fn lock_key(&self) -> i64 {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -94,11 +123,84 @@ pub(crate) fn create_sql(names: &Names, create_schema: bool) -> String {
              created_at timestamptz NOT NULL,\n    \
              updated_at timestamptz NOT NULL,\n    \
              expires_at timestamptz,\n    \
+             bytes      bigint      NOT NULL,\n    \
              PRIMARY KEY (app, user_id, namespace, key)\n\
          );\n\
          CREATE SEQUENCE IF NOT EXISTS {sequence} AS bigint NO CYCLE;\n\
          ALTER SEQUENCE {sequence} OWNED BY {table}.revision;\n\
-         COMMENT ON TABLE {table} IS '{VERSION_COMMENT_PREFIX}{SCHEMA_VERSION}';\n"
+         {usage}\
+         COMMENT ON TABLE {table} IS '{VERSION_COMMENT_PREFIX}{SCHEMA_VERSION}';\n",
+        usage = usage_sql(names)
+    )
+}
+
+/// The usage table, its trigger function and the trigger (version 2).
+///
+/// The trigger runs after every row inserted, deleted, or updated in `bytes` (every `put`
+/// sets it), in the statement's own transaction: the `UPDATE` of the user's usage row waits
+/// for and then sees the latest committed count, and holds the row until commit, so writers
+/// of one user count one after another and the check after the update is exact. When the new
+/// count passes a quota the `put` handed over in [`MAX_RECORDS_SETTING`] or
+/// [`MAX_BYTES_SETTING`], it raises [`RECORDS_EXCEEDED`] or [`BYTES_EXCEEDED`] and the whole
+/// statement, the write included, is rolled back. Only growth is checked: a delete, or a
+/// replacement that is no larger, always passes.
+///
+/// `SECURITY DEFINER` with a fixed `search_path`: the application role needs no privilege
+/// on the usage table, and cannot call the function except through the trigger.
+fn usage_sql(names: &Names) -> String {
+    let table = names.table();
+    let usage = names.usage();
+    let function = names.usage_function();
+    let trigger = names.usage_trigger();
+    format!(
+        "CREATE TABLE IF NOT EXISTS {usage} (\n    \
+             app     text COLLATE \"C\" NOT NULL,\n    \
+             user_id text COLLATE \"C\" NOT NULL,\n    \
+             records bigint NOT NULL,\n    \
+             bytes   bigint NOT NULL,\n    \
+             PRIMARY KEY (app, user_id)\n\
+         );\n\
+         CREATE OR REPLACE FUNCTION {function}() RETURNS trigger\n\
+         LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$\n\
+         DECLARE\n    \
+             held_records bigint;\n    \
+             held_bytes bigint;\n\
+         BEGIN\n    \
+             IF TG_OP = 'DELETE' THEN\n        \
+                 UPDATE {usage} SET records = records - 1, bytes = bytes - OLD.bytes\n        \
+                 WHERE app = OLD.app AND user_id = OLD.user_id RETURNING records INTO held_records;\n        \
+                 IF held_records <= 0 THEN\n            \
+                     DELETE FROM {usage} WHERE app = OLD.app AND user_id = OLD.user_id;\n        \
+                 END IF;\n        \
+                 RETURN NULL;\n    \
+             ELSIF TG_OP = 'INSERT' THEN\n        \
+                 INSERT INTO {usage} AS u (app, user_id, records, bytes)\n        \
+                 VALUES (NEW.app, NEW.user_id, 1, NEW.bytes)\n        \
+                 ON CONFLICT (app, user_id) DO UPDATE\n        \
+                 SET records = u.records + 1, bytes = u.bytes + EXCLUDED.bytes\n        \
+                 RETURNING records, bytes INTO held_records, held_bytes;\n        \
+                 IF held_records > nullif(current_setting('{MAX_RECORDS_SETTING}', true), '')::bigint THEN\n            \
+                     RAISE EXCEPTION 'quota exceeded' USING ERRCODE = '{RECORDS_EXCEEDED}';\n        \
+                 END IF;\n    \
+             ELSE\n        \
+                 IF NEW.bytes = OLD.bytes THEN\n            \
+                     RETURN NULL;\n        \
+                 END IF;\n        \
+                 UPDATE {usage} SET bytes = bytes - OLD.bytes + NEW.bytes\n        \
+                 WHERE app = NEW.app AND user_id = NEW.user_id RETURNING bytes INTO held_bytes;\n        \
+                 IF NEW.bytes < OLD.bytes THEN\n            \
+                     RETURN NULL;\n        \
+                 END IF;\n    \
+             END IF;\n    \
+             IF held_bytes > nullif(current_setting('{MAX_BYTES_SETTING}', true), '')::bigint THEN\n        \
+                 RAISE EXCEPTION 'quota exceeded' USING ERRCODE = '{BYTES_EXCEEDED}';\n    \
+             END IF;\n    \
+             RETURN NULL;\n\
+         END\n\
+         $body$;\n\
+         DROP TRIGGER IF EXISTS \"{trigger}\" ON {table};\n\
+         CREATE TRIGGER \"{trigger}\" AFTER INSERT OR DELETE OR UPDATE OF bytes ON {table}\n\
+         FOR EACH ROW EXECUTE PROCEDURE {function}();\n"
     )
 }
 
@@ -115,7 +217,9 @@ pub(crate) async fn setup(client: &mut tokio_postgres::Client, names: &Names) ->
         .map_err(storage("could not set up the schema"))?
         .try_get(0)
         .map_err(storage("could not set up the schema"))?;
-    if !exists {
+    if exists {
+        upgrade(&tx, names).await?;
+    } else {
         // `CREATE SCHEMA IF NOT EXISTS` needs the CREATE privilege on the database even when the
         // schema exists, so run it only when the schema is missing.
         let schema_exists: bool = tx
@@ -133,12 +237,126 @@ pub(crate) async fn setup(client: &mut tokio_postgres::Client, names: &Names) ->
     tx.commit().await.map_err(storage("could not set up the schema"))
 }
 
+/// The schema version a table's comment records, if any.
+async fn version_of(
+    client: &impl tokio_postgres::GenericClient,
+    table: &str,
+) -> Result<Option<u32>> {
+    let what = "could not read the schema version";
+    let comment: Option<String> = client
+        .query_typed_one(
+            "SELECT obj_description(to_regclass($1), 'pg_class')",
+            &[(&table, Type::TEXT)],
+        )
+        .await
+        .map_err(storage(what))?
+        .try_get(0)
+        .map_err(storage(what))?;
+    Ok(comment
+        .as_deref()
+        .and_then(|c| c.strip_prefix(VERSION_COMMENT_PREFIX))
+        .and_then(|v| v.trim().parse::<u32>().ok()))
+}
+
+/// Upgrades a version 1 table to version 2 inside the setup transaction: adds `bytes`,
+/// charges every row by the shared byte count in batches of [`UPGRADE_BATCH`] (the table is
+/// locked against writers from the `ALTER TABLE` until the commit), sums each user's usage,
+/// adds the trigger, and records version 2. A table at any other version is left to
+/// [`validate`]. The column's default is dropped at the end, so a replica still running the
+/// previous release fails its writes instead of storing records charged nothing.
+async fn upgrade(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Result<()> {
+    let table = names.table();
+    if version_of(tx, &table).await? != Some(1) {
+        return Ok(());
+    }
+    let what = "could not upgrade the table to schema version 2";
+    tx.batch_execute(&format!("ALTER TABLE {table} ADD COLUMN bytes bigint NOT NULL DEFAULT 0"))
+        .await
+        .map_err(storage(what))?;
+    let read = format!(
+        "SELECT app, user_id, namespace, key, content, metadata, source FROM {table} \
+         WHERE (app, user_id, namespace, key) > ($1, $2, $3, $4) \
+         ORDER BY app, user_id, namespace, key LIMIT $5"
+    );
+    let write = format!(
+        "UPDATE {table} t SET bytes = v.bytes \
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
+           AS v(app, user_id, namespace, key, bytes) \
+         WHERE t.app = v.app AND t.user_id = v.user_id AND t.namespace = v.namespace \
+           AND t.key = v.key"
+    );
+    let mut after = [String::new(), String::new(), String::new(), String::new()];
+    loop {
+        let rows = tx
+            .query_typed(
+                &read,
+                &[
+                    (&after[0], Type::TEXT),
+                    (&after[1], Type::TEXT),
+                    (&after[2], Type::TEXT),
+                    (&after[3], Type::TEXT),
+                    (&UPGRADE_BATCH, Type::INT8),
+                ],
+            )
+            .await
+            .map_err(storage(what))?;
+        let mut columns: [Vec<String>; 4] = Default::default();
+        let mut charged: Vec<i64> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let text = |i: usize| row.try_get::<_, String>(i).map_err(storage(what));
+            let (key, content) = (text(3)?, text(4)?);
+            let metadata: serde_json::Value = row.try_get(5).map_err(storage(what))?;
+            let source: serde_json::Value = row.try_get(6).map_err(storage(what))?;
+            let serde_json::Value::Object(metadata) = metadata else {
+                return Err(MemoryError::storage(PROVIDER, "a stored metadata is not an object"));
+            };
+            let source: crate::record::Source = serde_json::from_value(source)
+                .map_err(|err| MemoryError::storage_from(PROVIDER, what, err))?;
+            let bytes = crate::quota::record_bytes(&key, &content, &metadata, &source);
+            charged.push(i64::try_from(bytes).unwrap_or(i64::MAX));
+            for (column, value) in columns.iter_mut().zip([text(0)?, text(1)?, text(2)?, key]) {
+                column.push(value);
+            }
+        }
+        if !charged.is_empty() {
+            tx.execute_typed(
+                &write,
+                &[
+                    (&columns[0], Type::TEXT_ARRAY),
+                    (&columns[1], Type::TEXT_ARRAY),
+                    (&columns[2], Type::TEXT_ARRAY),
+                    (&columns[3], Type::TEXT_ARRAY),
+                    (&charged, Type::INT8_ARRAY),
+                ],
+            )
+            .await
+            .map_err(storage(what))?;
+        }
+        if rows.len() < usize::try_from(UPGRADE_BATCH).unwrap_or(usize::MAX) {
+            break;
+        }
+        for (position, column) in after.iter_mut().zip(&columns) {
+            *position = column.last().cloned().unwrap_or_default();
+        }
+    }
+    let usage = names.usage();
+    let ddl = format!(
+        "{create}\
+         INSERT INTO {usage} (app, user_id, records, bytes) \
+           SELECT app, user_id, count(*), sum(bytes) FROM {table} GROUP BY app, user_id;\n\
+         ALTER TABLE {table} ALTER COLUMN bytes DROP DEFAULT;\n\
+         COMMENT ON TABLE {table} IS '{VERSION_COMMENT_PREFIX}{SCHEMA_VERSION}';\n",
+        create = usage_sql(names)
+    );
+    tx.batch_execute(&ddl).await.map_err(storage(what))
+}
+
 fn quote(name: &str) -> String {
     format!("\"{name}\"")
 }
 
 /// One expected column: name, `format_type` text, NOT NULL, and whether it must sort by bytes.
-const COLUMNS: [(&str, &str, bool, bool); 11] = [
+const COLUMNS: [(&str, &str, bool, bool); 12] = [
     ("app", "text", true, true),
     ("user_id", "text", true, true),
     ("namespace", "text", true, true),
@@ -150,6 +368,7 @@ const COLUMNS: [(&str, &str, bool, bool); 11] = [
     ("created_at", "timestamp with time zone", true, false),
     ("updated_at", "timestamp with time zone", true, false),
     ("expires_at", "timestamp with time zone", false, false),
+    ("bytes", "bigint", true, false),
 ];
 
 /// Checks that the table has the columns, types, collations, primary key, sequence and
@@ -200,6 +419,13 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
             )))
         }
         Some(SCHEMA_VERSION) => {}
+        Some(1) => {
+            return Err(mismatch(format!(
+                "the table {table} has schema version 1; start a store with setup_schema \
+                 enabled (or run `agent-memory setup`) once to upgrade it to version \
+                 {SCHEMA_VERSION}"
+            )))
+        }
         Some(other) => {
             return Err(mismatch(format!(
                 "the table {table} has schema version {other}; this version of agent-memory \
@@ -270,6 +496,25 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
             "the primary key is {}, expected (app, user_id, namespace, key)",
             pk.map_or_else(|| "missing".to_owned(), |cols| format!("({})", cols.join(", ")))
         ));
+    }
+    let usage_row = client
+        .query_typed_one(
+            "SELECT to_regclass($1) IS NOT NULL, \
+                    EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($2) \
+                            AND tgname = $3 AND tgenabled <> 'D')",
+            &[
+                (&names.usage(), Type::TEXT),
+                (&table, Type::TEXT),
+                (&names.usage_trigger(), Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(storage(what))?;
+    if !usage_row.try_get::<_, bool>(0).map_err(storage(what))? {
+        problems.push(format!("the usage table {} does not exist", names.usage()));
+    }
+    if !usage_row.try_get::<_, bool>(1).map_err(storage(what))? {
+        problems.push(format!("the trigger {} is missing or disabled", names.usage_trigger()));
     }
     if problems.is_empty() {
         Ok(())

@@ -7,7 +7,7 @@
 
 use tokio_postgres::types::Type;
 
-use super::schema::Names;
+use super::schema::{Names, MAX_BYTES_SETTING, MAX_RECORDS_SETTING};
 
 /// One statement: its SQL text and the types of its parameters (`$1`, `$2`, … in order).
 ///
@@ -53,8 +53,9 @@ const JSONB: Type = Type::JSONB;
 const TIMESTAMPTZ: Type = Type::TIMESTAMPTZ;
 const INT8: Type = Type::INT8;
 
-/// Scope and key, then content, metadata, source and expiry: what every `put` binds.
-const PUT: [Type; 8] = [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ];
+/// Scope and key, then content, metadata, source and expiry, then the record's bytes and the
+/// two quotas as text (empty for none): what an unconditional or `create_only` `put` binds.
+const PUT: [Type; 11] = [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, TEXT, TEXT];
 
 /// `expires_at` is in the future, by the server's clock.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
@@ -69,18 +70,30 @@ impl Statements {
         let t = names.table();
         let seq = names.sequence();
         let scope = "app = $1 AND user_id = $2 AND namespace = $3";
-        // $1..$4 scope and key, $5 content, $6 metadata, $7 source, $8 expires_at.
+        // $1..$4 scope and key, $5 content, $6 metadata, $7 source, $8 expires_at, $9 bytes,
+        // $10 and $11 the quotas. The quotas reach the usage trigger (see `schema::usage_sql`)
+        // as settings of this statement's transaction; the row is built from the CTE that sets
+        // them, so they are set before the row, and its trigger, exist.
+        let quotas = |records: &str, bytes: &str| {
+            format!(
+                "WITH quota AS (SELECT set_config('{MAX_RECORDS_SETTING}', {records}, true) AS r, \
+                   set_config('{MAX_BYTES_SETTING}', {bytes}, true) AS b) "
+            )
+        };
         let upsert = format!(
-            "INSERT INTO {t} AS r \
+            "{with} INSERT INTO {t} AS r \
                (app, user_id, namespace, key, content, metadata, source, revision, \
-                created_at, updated_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('{seq}'), now(), now(), $8) \
+                created_at, updated_at, expires_at, bytes) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, nextval('{seq}'), now(), now(), $8, $9 \
+             FROM quota WHERE quota.r IS NOT NULL AND quota.b IS NOT NULL \
              ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
                content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
                source = EXCLUDED.source, revision = EXCLUDED.revision, \
                created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
                                  ELSE r.created_at END, \
-               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at"
+               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, \
+               bytes = EXCLUDED.bytes",
+            with = quotas("$10", "$11")
         );
         let returning = "RETURNING revision, created_at, updated_at";
         Self {
@@ -90,14 +103,19 @@ impl Statements {
                 format!("{upsert} WHERE r.expires_at <= now() {returning}"),
                 &PUT,
             ),
-            // $9 expected revision. No row (deleted, expired, or another revision) is Conflict.
+            // $9 expected revision, $10 bytes, $11 and $12 the quotas. No row (deleted,
+            // expired, or another revision) is Conflict.
             put_expected: Statement::new(
                 format!(
-                    "UPDATE {t} SET content = $5, metadata = $6, source = $7, expires_at = $8, \
-                       revision = nextval('{seq}'), updated_at = now() \
-                     WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} {returning}"
+                    "{with} UPDATE {t} SET content = $5, metadata = $6, source = $7, \
+                       expires_at = $8, revision = nextval('{seq}'), updated_at = now(), \
+                       bytes = $10 \
+                     FROM quota \
+                     WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} \
+                       AND quota.r IS NOT NULL AND quota.b IS NOT NULL {returning}",
+                    with = quotas("$11", "$12")
                 ),
-                &[TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8],
+                &[TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, INT8, TEXT, TEXT],
             ),
             get: Statement::new(
                 format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),

@@ -53,6 +53,8 @@ pub(super) struct Options {
     pub(super) search_scan_bytes: usize,
     /// The TLS files and verification of a `rediss` URL.
     pub(super) tls: TlsFiles,
+    /// Limits per application user.
+    pub(super) quotas: crate::quota::Quotas,
 }
 
 /// The TLS settings of a `rediss` URL, named after `redis-cli`'s flags. Paths are not secret;
@@ -122,6 +124,7 @@ impl Default for Options {
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
             search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             tls: TlsFiles::default(),
+            quotas: crate::quota::Quotas::unlimited(),
         }
     }
 }
@@ -150,6 +153,7 @@ impl Options {
         if self.search_scan_bytes == 0 {
             return Err(MemoryError::invalid("search_scan_bytes", "must be at least 1"));
         }
+        self.quotas.check()?;
         Ok(())
     }
 }
@@ -336,6 +340,8 @@ fn settings(url: &ConnectionUrl, db: i64) -> RedisConnectionInfo {
 /// | [`list_scan_limit`](Self::list_scan_limit) | `list_scan_limit=N` | 1,000 | at least 101 |
 /// | [`search_scan_limit`](Self::search_scan_limit) | `search_scan_limit=N` | 500 | at least 1 |
 /// | [`search_scan_bytes`](Self::search_scan_bytes) | `search_scan_bytes=N` | 1,048,576 | at least 1 |
+/// | [`max_records_per_user`](Self::max_records_per_user) | `max_records_per_user=N` | no limit | at least 1 |
+/// | [`max_bytes_per_user`](Self::max_bytes_per_user) | `max_bytes_per_user=N` | no limit | at least 1 |
 /// | [`tls_ca_cert`](Self::tls_ca_cert) | `cacert=PATH` | the system's CAs | `rediss` only |
 /// | [`tls_cert`](Self::tls_cert), [`tls_key`](Self::tls_key) | `cert=PATH`, `key=PATH` | none | `rediss` only, both or neither |
 /// | [`tls_insecure`](Self::tls_insecure) | `insecure=true` | `false` | `rediss` only |
@@ -423,6 +429,7 @@ impl RedisMemoryStoreBuilder {
         if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
             builder = builder.search_scan_bytes(bytes);
         }
+        builder = builder.quotas(crate::quota::Quotas::from_params(&mut params)?);
         if let Some(path) = params.take("cacert") {
             builder = builder.tls_ca_cert(path);
         }
@@ -465,6 +472,26 @@ impl RedisMemoryStoreBuilder {
     /// least 1); the store loops until none is left, so one call never blocks the server long.
     pub fn erase_batch_size(mut self, records: usize) -> Self {
         self.options.erase_batch_size = records;
+        self
+    }
+
+    /// The most records one application user may hold, every namespace and expired records
+    /// included (default: no limit; at least 1). See [Quotas](crate#quotas).
+    pub fn max_records_per_user(mut self, records: u64) -> Self {
+        self.options.quotas = self.options.quotas.max_records_per_user(records);
+        self
+    }
+
+    /// The most bytes one application user may hold, counted by
+    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
+    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+        self.options.quotas = self.options.quotas.max_bytes_per_user(bytes);
+        self
+    }
+
+    /// Sets both limits at once from `quotas`.
+    pub fn quotas(mut self, quotas: crate::quota::Quotas) -> Self {
+        self.options.quotas = quotas;
         self
     }
 

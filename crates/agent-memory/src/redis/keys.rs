@@ -119,11 +119,21 @@ impl ScopeKeys {
     pub(crate) fn floor(&self) -> String {
         floor_key(&self.user)
     }
+
+    /// The user's usage hash, for quotas.
+    pub(crate) fn usage(&self) -> String {
+        usage_key(&self.user)
+    }
 }
 
 /// The namespace set under a user prefix.
 pub(crate) fn namespaces_key(user_prefix: &str) -> String {
     [user_prefix, "n"].concat()
+}
+
+/// The usage hash (records and bytes held, for quotas) under a user prefix.
+pub(crate) fn usage_key(user_prefix: &str) -> String {
+    [user_prefix, "q"].concat()
 }
 
 /// The revision floor under a user prefix.

@@ -24,11 +24,12 @@ use self::codec::{
 use self::config::Options;
 use self::conn::{Call, Conn, Target};
 use self::error::{malformed_record, unexpected_reply, PROVIDER};
-use self::keys::{floor_key, hex, namespaces_key, unhex, user_prefix, ScopeKeys};
+use self::keys::{floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, ScopeKeys};
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
 use crate::provider::{self, key_cursor, search_contains, search_prefilter};
+use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -258,17 +259,26 @@ impl crate::observe::Backend for RedisMemoryStore {
             WriteCondition::Revision(revision) => ("r", padded_revision(revision)),
         };
         let record_key = keys.record(key);
-        // Four keys of about the record key's length, the payload, and room for the metadata.
-        let bytes = 4 * record_key.len() + PAYLOAD_AT + parts.content.len() + source.len() + 256;
-        let mut call = Call::with_capacity(&SCRIPTS.put, 4, bytes);
+        // Five keys of about the record key's length, the payload, and room for the metadata.
+        let bytes = 5 * record_key.len() + PAYLOAD_AT + parts.content.len() + source.len() + 256;
+        let charged =
+            crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
+        let quotas = self.options.quotas;
+        let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+        let mut call = Call::with_capacity(&SCRIPTS.put, 5, bytes);
         call.arg(record_key)
             .arg(keys.index())
             .arg(keys.namespaces())
             .arg(keys.floor())
+            .arg(keys.usage())
             .arg(key)
             .arg(&keys.namespace)
             .arg(mode)
-            .arg(expected);
+            .arg(expected)
+            .arg(&keys.user)
+            .arg(charged)
+            .arg(limit(quotas.records()))
+            .arg(limit(quotas.bytes()));
         // The last argument is the record from the expiry on, in the stored layout, written
         // straight into the command: the script puts revision, created_at and updated_at in
         // front of it.
@@ -282,6 +292,8 @@ impl crate::observe::Backend for RedisMemoryStore {
         let (revision, created_at, updated_at) = match self.eval(&call).await? {
             Value::Int(-1) => return Err(MemoryError::already_exists()),
             Value::Int(-2) => return Err(MemoryError::stale_revision()),
+            Value::Int(-3) => return Err(quota_exceeded(MAX_RECORDS_PER_USER, quotas.records())),
+            Value::Int(-4) => return Err(quota_exceeded(MAX_BYTES_PER_USER, quotas.bytes())),
             Value::BulkString(head) => decode_head(&head)?,
             _ => return Err(unexpected_reply()),
         };
@@ -331,14 +343,16 @@ impl crate::observe::Backend for RedisMemoryStore {
     ) -> Result<bool> {
         validation::key(key)?;
         let keys = ScopeKeys::new(scope);
-        let mut call = Call::new(&SCRIPTS.delete, 4);
+        let mut call = Call::new(&SCRIPTS.delete, 5);
         call.arg(keys.record(key))
             .arg(keys.index())
             .arg(keys.namespaces())
             .arg(keys.floor())
+            .arg(keys.usage())
             .arg(key)
             .arg(&keys.namespace)
-            .arg(expected_revision.map_or_else(Vec::new, padded_revision));
+            .arg(expected_revision.map_or_else(Vec::new, padded_revision))
+            .arg(&keys.user);
         match self.eval(&call).await? {
             Value::Int(1) => Ok(true),
             Value::Int(0) => Ok(false),
@@ -349,22 +363,25 @@ impl crate::observe::Backend for RedisMemoryStore {
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let keys = ScopeKeys::new(scope);
-        let mut call = Call::new(&SCRIPTS.delete_all, 3);
+        let mut call = Call::new(&SCRIPTS.delete_all, 4);
         call.arg(keys.index())
             .arg(keys.namespaces())
             .arg(keys.floor())
+            .arg(keys.usage())
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
-            .arg(self.options.erase_batch_size);
+            .arg(self.options.erase_batch_size)
+            .arg(&keys.user);
         self.erase_loop(&call).await
     }
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
         let prefix = user_prefix(application_id, user_id);
-        let mut call = Call::new(&SCRIPTS.delete_user, 2);
+        let mut call = Call::new(&SCRIPTS.delete_user, 3);
         call.arg(namespaces_key(&prefix))
             .arg(floor_key(&prefix))
+            .arg(usage_key(&prefix))
             .arg(&prefix)
             .arg(self.options.erase_batch_size);
         self.erase_loop(&call).await
@@ -407,14 +424,16 @@ impl crate::observe::Backend for RedisMemoryStore {
         let page = page.key_page(CursorKind::Purge, scope)?;
         let (limit, after) = (page.limit, page.after);
         let keys = ScopeKeys::new(scope);
-        let mut call = Call::new(&SCRIPTS.purge, 3);
+        let mut call = Call::new(&SCRIPTS.purge, 4);
         call.arg(keys.index())
             .arg(keys.namespaces())
             .arg(keys.floor())
+            .arg(keys.usage())
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
             .arg(lower_bound(after.as_deref().map(str::as_bytes)))
-            .arg(limit);
+            .arg(limit)
+            .arg(&keys.user);
         let Value::Array(reply) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
@@ -423,5 +442,14 @@ impl crate::observe::Backend for RedisMemoryStore {
         let next_cursor =
             opt_text(cursor)?.map(|position| key_cursor(CursorKind::Purge, scope, &position));
         Ok(MemoryCleanupPage { deleted, next_cursor })
+    }
+}
+
+/// The error for a put the script refused under `quota`: the store's limit of that name (the
+/// script only refuses under a limit it was given).
+fn quota_exceeded(quota: &'static str, limit: Option<u64>) -> MemoryError {
+    match limit {
+        Some(limit) => MemoryError::quota_exceeded(quota, limit),
+        None => unexpected_reply(),
     }
 }

@@ -17,6 +17,7 @@ use super::SqliteMemoryStore;
 use crate::connection_url::ConnectionUrl;
 use crate::error::{MemoryError, Result};
 use crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
+use crate::quota::Quotas;
 use crate::time::{Clock, SystemClock};
 
 /// Default time a writer waits for another connection's write lock.
@@ -66,6 +67,7 @@ pub(super) struct Settings {
     pub(super) erase_batch_size: usize,
     pub(super) cache_kib: u32,
     pub(super) mmap_bytes: u64,
+    pub(super) quotas: Quotas,
 }
 
 impl Default for Settings {
@@ -80,6 +82,7 @@ impl Default for Settings {
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
             cache_kib: CACHE_KIB,
             mmap_bytes: MMAP_BYTES,
+            quotas: Quotas::unlimited(),
         }
     }
 }
@@ -98,6 +101,7 @@ impl Settings {
             ));
         }
         at_least_one("readers", self.readers)?;
+        self.quotas.check()?;
         at_least_one("search_scan_limit", self.search_scan_limit)?;
         at_least_one("search_scan_bytes", self.search_scan_bytes)?;
         at_least_one("erase_batch_size", self.erase_batch_size)?;
@@ -211,12 +215,34 @@ impl SqliteMemoryStoreBuilder {
         self
     }
 
+    /// The most records one application user may hold, every namespace and expired records
+    /// included (default: no limit; at least 1). See [Quotas](crate#quotas). URL parameter
+    /// `max_records_per_user`.
+    pub fn max_records_per_user(mut self, records: u64) -> Self {
+        self.settings.quotas = self.settings.quotas.max_records_per_user(records);
+        self
+    }
+
+    /// The most bytes one application user may hold, counted by
+    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
+    /// parameter `max_bytes_per_user`.
+    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+        self.settings.quotas = self.settings.quotas.max_bytes_per_user(bytes);
+        self
+    }
+
+    /// Sets both limits at once from `quotas`.
+    pub fn quotas(mut self, quotas: Quotas) -> Self {
+        self.settings.quotas = quotas;
+        self
+    }
+
     /// The unstarted store.
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming the option (`busy_timeout`, `readers`,
-    /// `search_scan_limit`, `search_scan_bytes` or `erase_batch_size`) when one is zero or out
-    /// of range.
+    /// `search_scan_limit`, `search_scan_bytes`, `erase_batch_size`, `max_records_per_user` or
+    /// `max_bytes_per_user`) when one is zero or out of range.
     pub fn build(self) -> Result<SqliteMemoryStore> {
         self.settings.check()?;
         Ok(unstarted(self.path, self.clock, self.settings))
@@ -253,7 +279,7 @@ impl SqliteMemoryStore {
     /// An unstarted store from `sqlite:PATH` or `sqlite://PATH`, with options as query
     /// parameters named like the builder methods: `mode=ro|rwc`, `synchronous=normal|full`,
     /// `readers`, `busy_timeout` (whole seconds), `search_scan_limit`, `search_scan_bytes`,
-    /// `erase_batch_size`. See
+    /// `erase_batch_size`, `max_records_per_user`, `max_bytes_per_user`. See
     /// the [module docs](crate::sqlite#opening).
     ///
     /// ```
@@ -349,6 +375,7 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     if let Some(size) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(size);
     }
+    builder = builder.quotas(Quotas::from_params(&mut params)?);
     params.finish()?;
     Ok(builder)
 }
@@ -399,6 +426,7 @@ impl fmt::Debug for SqliteMemoryStoreBuilder {
             .field("search_scan_limit", &self.settings.search_scan_limit)
             .field("search_scan_bytes", &self.settings.search_scan_bytes)
             .field("erase_batch_size", &self.settings.erase_batch_size)
+            .field("quotas", &self.settings.quotas)
             .finish_non_exhaustive()
     }
 }
@@ -458,6 +486,10 @@ mod tests {
         assert_eq!(settings("sqlite:m.db?search_scan_limit=50").search_scan_limit, 50);
         assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").search_scan_bytes, 4_096);
         assert_eq!(settings("sqlite:m.db?erase_batch_size=10").erase_batch_size, 10);
+        assert_eq!(
+            settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").quotas,
+            Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
+        );
         let all = settings(
             "sqlite:m.db?mode=ro&synchronous=full&readers=1&busy_timeout=1\
              &search_scan_limit=7&erase_batch_size=3",
@@ -514,6 +546,13 @@ mod tests {
             ("busy_timeout", SqliteMemoryStore::from_url("sqlite:m.db?busy_timeout=0")),
             ("search_scan_limit", SqliteMemoryStore::from_url("sqlite:m.db?search_scan_limit=0")),
             ("erase_batch_size", SqliteMemoryStore::from_url("sqlite:m.db?erase_batch_size=0")),
+            ("max_records_per_user", builder().max_records_per_user(0).build()),
+            ("max_bytes_per_user", builder().max_bytes_per_user(0).build()),
+            (
+                "max_records_per_user",
+                SqliteMemoryStore::from_url("sqlite:m.db?max_records_per_user=0"),
+            ),
+            ("max_bytes_per_user", SqliteMemoryStore::from_url("sqlite:m.db?max_bytes_per_user=0")),
         ];
         for (option, result) in cases {
             assert_eq!(invalid_field(result).0, option);

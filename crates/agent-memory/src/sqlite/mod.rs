@@ -158,7 +158,8 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let now = self.clock.now();
         write.validate(key, now)?;
         let (scope, key, parts) = (scope.clone(), key.to_owned(), write.into_parts());
-        self.writing(move |conn| statements::put(conn, &scope, &key, parts, now)).await
+        let quotas = self.settings.quotas;
+        self.writing(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
     }
 
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {

@@ -9,13 +9,14 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use super::config::Settings;
 use super::error::{detected, storage};
 use crate::error::Result;
+use crate::record::{Metadata, Source};
 
 /// `PRAGMA application_id` of an agent-memory database: ASCII `AGME`.
 pub(super) const APPLICATION_ID: i64 = 0x4147_4D45;
 
 /// `PRAGMA user_version` this release writes and reads. A later release that changes the
 /// layout raises it and migrates files whose version is lower.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 /// The records table: one row per record, the whole scope plus the key as its primary key.
 pub(super) const CREATE_RECORDS: &str = "CREATE TABLE memory_records (
@@ -32,8 +33,49 @@ pub(super) const CREATE_RECORDS: &str = "CREATE TABLE memory_records (
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     expires_at INTEGER,
+    bytes INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (app_id, user_id, namespace, key)
 ) STRICT, WITHOUT ROWID";
+
+/// The column version 2 added: what the record is charged for quotas
+/// ([`record_bytes`](crate::quota::record_bytes)), written by `put`. Last, where `ALTER TABLE
+/// ADD COLUMN` puts it when a version 1 file is upgraded.
+const ADD_BYTES: &str = "ALTER TABLE memory_records ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0";
+
+/// What each application user holds: one row per user with at least one record, kept by the
+/// triggers below in the same transaction as every change to `memory_records`, so no writer
+/// (this process or another) can change records without changing the count.
+const CREATE_USAGE: &str = "CREATE TABLE memory_usage (
+    app_id TEXT NOT NULL COLLATE BINARY,
+    user_id TEXT NOT NULL COLLATE BINARY,
+    records INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (app_id, user_id)
+) STRICT, WITHOUT ROWID";
+
+/// The triggers that keep `memory_usage`. A user's row goes with their last record, so an
+/// erased user leaves nothing behind.
+const CREATE_USAGE_TRIGGERS: &str = "
+CREATE TRIGGER memory_usage_insert AFTER INSERT ON memory_records BEGIN
+    INSERT INTO memory_usage (app_id, user_id, records, bytes)
+    VALUES (new.app_id, new.user_id, 1, new.bytes)
+    ON CONFLICT (app_id, user_id) DO UPDATE SET
+        records = records + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER memory_usage_update AFTER UPDATE OF bytes ON memory_records BEGIN
+    UPDATE memory_usage SET bytes = bytes - old.bytes + new.bytes
+    WHERE app_id = new.app_id AND user_id = new.user_id;
+END;
+CREATE TRIGGER memory_usage_delete AFTER DELETE ON memory_records BEGIN
+    UPDATE memory_usage SET records = records - 1, bytes = bytes - old.bytes
+    WHERE app_id = old.app_id AND user_id = old.user_id;
+    DELETE FROM memory_usage
+    WHERE app_id = old.app_id AND user_id = old.user_id AND records <= 0;
+END;";
+
+/// The names of the usage triggers, for the schema check.
+const USAGE_TRIGGERS: [&str; 3] =
+    ["memory_usage_insert", "memory_usage_update", "memory_usage_delete"];
 
 /// Database-wide settings and counters; names no user.
 const CREATE_META: &str = "CREATE TABLE memory_meta (
@@ -59,6 +101,14 @@ const RECORD_COLUMNS: &[(&str, &str, bool, i64)] = &[
     ("created_at", "INTEGER", true, 0),
     ("updated_at", "INTEGER", true, 0),
     ("expires_at", "INTEGER", false, 0),
+    ("bytes", "INTEGER", true, 0),
+];
+
+const USAGE_COLUMNS: &[(&str, &str, bool, i64)] = &[
+    ("app_id", "TEXT", true, 1),
+    ("user_id", "TEXT", true, 2),
+    ("records", "INTEGER", true, 0),
+    ("bytes", "INTEGER", true, 0),
 ];
 
 const META_COLUMNS: &[(&str, &str, bool, i64)] =
@@ -141,6 +191,13 @@ fn inspect(conn: &Connection) -> Result<Found> {
 pub(super) fn prepare(conn: &mut Connection, settings: &Settings) -> Result<()> {
     match inspect(conn)? {
         Found::Foreign => Err(foreign()),
+        Found::Ours(1) if !settings.read_only => {
+            ensure_wal(conn)?;
+            upgrade(conn)
+        }
+        Found::Ours(1) => {
+            Err(detected("the database has schema version 1: open it once writable to upgrade it"))
+        }
         Found::Ours(version) => {
             check(conn, version)?;
             if !settings.read_only {
@@ -160,6 +217,7 @@ pub(super) fn prepare(conn: &mut Connection, settings: &Settings) -> Result<()> 
                 .map_err(storage("creating the schema failed"))?;
             match inspect(&tx)? {
                 Found::Foreign => return Err(foreign()),
+                Found::Ours(1) => upgrade_in(&tx)?,
                 Found::Ours(version) => check(&tx, version)?,
                 Found::Empty => create(&tx)?,
             }
@@ -187,11 +245,84 @@ fn create(conn: &Connection) -> Result<()> {
     let sql = format!(
         "{CREATE_RECORDS};
          {CREATE_META};
+         {CREATE_USAGE};
+         {CREATE_USAGE_TRIGGERS}
          INSERT INTO memory_meta (name, value) VALUES ('{LAST_REVISION}', 0);
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {SCHEMA_VERSION};"
     );
     conn.execute_batch(&sql).map_err(storage("creating the schema failed"))
+}
+
+/// Upgrades a version 1 file to version 2 under the write lock: adds the `bytes` column,
+/// charges every record by the shared byte count, sums each user's usage, and adds the
+/// triggers. One transaction, so a failure leaves version 1 as it was; it reads every record
+/// once (see the module docs on how long that takes). Another process that upgraded first
+/// leaves nothing to do.
+fn upgrade(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(storage("upgrading the schema failed"))?;
+    match inspect(&tx)? {
+        Found::Ours(1) => upgrade_in(&tx)?,
+        Found::Ours(version) => check(&tx, version)?,
+        _ => return Err(foreign()),
+    }
+    tx.commit().map_err(storage("upgrading the schema failed"))
+}
+
+fn upgrade_in(conn: &Connection) -> Result<()> {
+    let what = "upgrading the schema failed";
+    let version_1 = &RECORD_COLUMNS[..RECORD_COLUMNS.len() - 1];
+    if !same_columns(&columns(conn, "memory_records")?, version_1) {
+        return Err(detected("the database schema does not match this release"));
+    }
+    conn.execute_batch(ADD_BYTES).map_err(storage(what))?;
+    {
+        let mut read = conn
+            .prepare(
+                "SELECT app_id, user_id, namespace, key, content, metadata, source_session,                  source_invocation, source_agent FROM memory_records",
+            )
+            .map_err(storage(what))?;
+        let mut write = conn
+            .prepare(
+                "UPDATE memory_records SET bytes = ?5                  WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4",
+            )
+            .map_err(storage(what))?;
+        let mut rows = read.query([]).map_err(storage(what))?;
+        while let Some(row) = rows.next().map_err(storage(what))? {
+            let text = |i: usize| row.get::<_, String>(i).map_err(storage(what));
+            let optional = |i: usize| row.get::<_, Option<String>>(i).map_err(storage(what));
+            let metadata: Metadata = serde_json::from_str(&text(5)?).map_err(|err| {
+                crate::MemoryError::storage_from(super::error::PROVIDER, what, err)
+            })?;
+            let source = Source {
+                session_id: optional(6)?,
+                invocation_id: optional(7)?,
+                agent: optional(8)?,
+            };
+            let (key, content) = (text(3)?, text(4)?);
+            let bytes = crate::quota::record_bytes(&key, &content, &metadata, &source);
+            write
+                .execute(rusqlite::params![
+                    text(0)?,
+                    text(1)?,
+                    text(2)?,
+                    key,
+                    i64::try_from(bytes).unwrap_or(i64::MAX)
+                ])
+                .map_err(storage(what))?;
+        }
+    }
+    let sql = format!(
+        "{CREATE_USAGE};
+         INSERT INTO memory_usage (app_id, user_id, records, bytes)
+             SELECT app_id, user_id, count(*), sum(bytes) FROM memory_records
+             GROUP BY app_id, user_id;
+         {CREATE_USAGE_TRIGGERS}
+         PRAGMA user_version = {SCHEMA_VERSION};"
+    );
+    conn.execute_batch(&sql).map_err(storage(what))
 }
 
 /// Checks that a file marked as ours has the tables and columns this release expects.
@@ -200,12 +331,14 @@ fn check(conn: &Connection, version: i64) -> Result<()> {
         return Err(detected("the database was written by a newer release of agent-memory"));
     }
     if version < SCHEMA_VERSION {
-        // Version 1 is the first layout; a lower number on a file carrying our id is damage.
+        // Version 1 is upgraded before this check; a lower number on a file carrying our id
+        // is damage.
         return Err(detected("the database schema is not one this release knows"));
     }
     let mismatch = || detected("the database schema does not match this release");
     if !same_columns(&columns(conn, "memory_records")?, RECORD_COLUMNS)
         || !same_columns(&columns(conn, "memory_meta")?, META_COLUMNS)
+        || !same_columns(&columns(conn, "memory_usage")?, USAGE_COLUMNS)
     {
         return Err(mismatch());
     }
@@ -215,6 +348,16 @@ fn check(conn: &Connection, version: i64) -> Result<()> {
         })
         .map_err(storage("checking the schema failed"))?;
     if counters != 1 {
+        return Err(mismatch());
+    }
+    let triggers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name =              'memory_records' AND name IN (?1, ?2, ?3)",
+            USAGE_TRIGGERS,
+            |row| row.get(0),
+        )
+        .map_err(storage("checking the schema failed"))?;
+    if triggers != 3 {
         return Err(mismatch());
     }
     Ok(())

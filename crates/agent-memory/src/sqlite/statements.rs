@@ -16,6 +16,7 @@ use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
 use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage};
 use crate::provider::{self, key_cursor, search_contains, PageBuilder, SearchScan};
+use crate::quota::{record_bytes, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::time::Timestamp;
@@ -28,14 +29,16 @@ macro_rules! live {
     };
 }
 
-/// Inserts or replaces one record. The condition check and the write run in the writer's
-/// `BEGIN IMMEDIATE` transaction, so no other writer (thread or process) comes between them.
+/// Inserts or replaces one record. The condition check, the quota check and the write run in
+/// the writer's `BEGIN IMMEDIATE` transaction, so no other writer (thread or process) comes
+/// between them; the usage triggers update the user's count in that same transaction.
 pub(super) fn put(
     conn: &Connection,
     scope: &MemoryScope,
     key: &str,
     parts: WriteParts,
     now: Timestamp,
+    quotas: &Quotas,
 ) -> Result<MemoryRecord> {
     let what = "writing a record failed";
     let expected = match &parts.condition {
@@ -48,11 +51,15 @@ pub(super) fn put(
     let metadata = serde_json::to_string(&parts.metadata)
         .map_err(|err| MemoryError::storage_from(PROVIDER, "encoding metadata failed", err))?;
     let now_micros = now.as_micros();
-    let live: Option<(i64, i64)> = conn
+    let bytes = record_bytes(key, &parts.content, &parts.metadata, &parts.source);
+    // The row at the key, live or expired: an expired one is replaced too, and its bytes are
+    // what the write frees.
+    let held: Option<(i64, i64, i64, bool)> = conn
         .prepare_cached(concat!(
-            "SELECT revision, created_at FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4 AND ",
-            live!("?5")
+            "SELECT revision, created_at, bytes, ",
+            live!("?5"),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4"
         ))
         .and_then(|mut stmt| {
             stmt.query_row(
@@ -63,16 +70,21 @@ pub(super) fn put(
                     key,
                     now_micros
                 ],
-                |row| Ok((row.get(0)?, row.get(1)?)),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
             )
             .optional()
         })
         .map_err(storage(what))?;
+    let live = held.filter(|row| row.3).map(|(revision, created_at, ..)| (revision, created_at));
     match (&parts.condition, live) {
         (WriteCondition::CreateOnly, Some(_)) => return Err(MemoryError::already_exists()),
         (WriteCondition::Revision(_), Some((revision, _))) if Some(revision) == expected => {}
         (WriteCondition::Revision(_), _) => return Err(MemoryError::stale_revision()),
         _ => {}
+    }
+    if !quotas.is_unlimited() {
+        let old_bytes = held.map(|row| u64::try_from(row.2).unwrap_or(0));
+        quotas.admit(usage(conn, scope)?, UsageChange::of_write(old_bytes, bytes))?;
     }
     let created_at = live.map_or(now_micros, |(_, created_at)| created_at);
     let revision: i64 = conn
@@ -83,13 +95,14 @@ pub(super) fn put(
     conn.prepare_cached(
         "INSERT INTO memory_records (app_id, user_id, namespace, key, content, metadata, \
          source_session, source_invocation, source_agent, revision, created_at, updated_at, \
-         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         expires_at, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
          ON CONFLICT (app_id, user_id, namespace, key) DO UPDATE SET \
          content = excluded.content, metadata = excluded.metadata, \
          source_session = excluded.source_session, \
          source_invocation = excluded.source_invocation, source_agent = excluded.source_agent, \
          revision = excluded.revision, created_at = excluded.created_at, \
-         updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+         updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
+         bytes = excluded.bytes",
     )
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -106,6 +119,7 @@ pub(super) fn put(
             created_at,
             now_micros,
             expires_at,
+            i64::try_from(bytes).unwrap_or(i64::MAX),
         ])
     })
     .map_err(storage(what))?;
@@ -120,6 +134,26 @@ pub(super) fn put(
         expires_at: parts.expires_at,
         source: parts.source,
     })
+}
+
+/// What the scope's user holds now, from the row the usage triggers keep.
+fn usage(conn: &Connection, scope: &MemoryScope) -> Result<Usage> {
+    let held: Option<(i64, i64)> = conn
+        .prepare_cached(
+            "SELECT records, bytes FROM memory_usage WHERE app_id = ?1 AND user_id = ?2",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(params![scope.application_id(), scope.user_id()], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()
+        })
+        .map_err(storage("reading the user's usage failed"))?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(held.map_or(Usage::default(), |(records, bytes)| Usage {
+        records: count(records),
+        bytes: count(bytes),
+    }))
 }
 
 /// Reads the live record at `key`.

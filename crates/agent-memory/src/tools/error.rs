@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::definitions::{ToolDefinition, MEMORY_GET};
+use super::definitions::{ToolDefinition, FORGET, MEMORY_DELETE, MEMORY_GET};
 use crate::error::MemoryError;
 
 /// What kind of failure a [`ToolError`] is.
@@ -20,6 +20,9 @@ pub enum ToolErrorKind {
     InvalidArguments,
     /// A revision check failed: read the key again.
     Conflict,
+    /// The user's memory is full (a quota of the store): nothing was saved. Delete memories
+    /// that are no longer needed, then try again.
+    MemoryFull,
     /// The memory store failed; a write may or may not have happened.
     Unavailable,
     /// The call did part of its work, as much as one call may do; the same call again does
@@ -121,6 +124,24 @@ impl ToolError {
                     tool.name
                 ),
             ),
+            MemoryError::QuotaExceeded { quota, limit } => {
+                let (delete, what) = if names == FACT_FIELD_NAMES {
+                    (FORGET, "facts")
+                } else {
+                    (MEMORY_DELETE, "memories")
+                };
+                Self::new(
+                    ToolErrorKind::MemoryFull,
+                    None,
+                    format!(
+                        "memory is full: {}; nothing was saved. Free space by deleting {what} \
+                         that are no longer needed with {delete} (or saving shorter ones), then \
+                         call {} again.",
+                        full_because(quota, limit, what),
+                        tool.name
+                    ),
+                )
+            }
             other => {
                 tracing::warn!(tool = tool.name, error = %other, "memory tool failed");
                 // The driver's own words can quote stored rows (a PostgreSQL `DETAIL` line, a
@@ -166,6 +187,15 @@ impl ToolError {
                  or leave cursor out to start from the beginning"
             ),
         )
+    }
+}
+
+/// Which quota a full memory reached, as a clause for the model.
+pub(crate) fn full_because(quota: &str, limit: u64, what: &str) -> String {
+    if quota == crate::quota::MAX_BYTES_PER_USER {
+        format!("this user's {what} may take at most {limit} bytes in all")
+    } else {
+        format!("this user may keep at most {limit} {what}")
     }
 }
 

@@ -84,6 +84,7 @@ pub use definitions::{
     MEMORY_DELETE, MEMORY_GET, MEMORY_LIST, MEMORY_SAVE, MEMORY_SEARCH, RECALL, REMEMBER,
 };
 pub use dispatch::{dispatch, dispatch_facts, dispatch_with};
+pub(crate) use error::full_because;
 pub(crate) use error::printable as printable_name;
 pub use error::{ToolError, ToolErrorKind};
 pub use results::{

@@ -1,8 +1,8 @@
 -- delete: remove one record and its index entries.
 -- KEYS[1] record string, KEYS[2] namespace index, KEYS[3] user's namespace set,
--- KEYS[4] user's revision floor.
+-- KEYS[4] user's revision floor, KEYS[5] user's usage.
 -- ARGV[1] key, ARGV[2] namespace (hex), ARGV[3] expected revision (18 digits, zero-padded;
--- '' for none).
+-- '' for none), ARGV[4] user key prefix ('am:{tag}:').
 -- Returns 1 (a live record was removed), 0 (none was live) or -2 (stale revision).
 local h = redis.call('GETRANGE', KEYS[1], '0', '71')
 local live = false
@@ -16,6 +16,8 @@ if h ~= '' then
 end
 if ARGV[3] ~= '' and (not live or string.sub(h, 1, 18) ~= ARGV[3]) then return -2 end
 if h == '' then return 0 end
+usage(KEYS[5], KEYS[3], ARGV[4])
+release(KEYS[5], 1, record_bytes(KEYS[1], #ARGV[1]))
 redis.call('DEL', KEYS[1])
 local rev = tonumber(string.sub(h, 1, 18))
 local floor = redis.call('GET', KEYS[4])

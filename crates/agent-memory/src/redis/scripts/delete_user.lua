@@ -1,11 +1,14 @@
 -- delete_user: physically remove up to ARGV[2] records of one application user, namespace by
 -- namespace, and, once none is left, the user's namespace set and revision floor.
--- KEYS[1] user's namespace set, KEYS[2] user's revision floor.
+-- KEYS[1] user's namespace set, KEYS[2] user's revision floor, KEYS[3] user's usage (removed
+-- with the first batch: a user erased in part is counted again, from what is left, by the next
+-- script that needs the count).
 -- ARGV[1] user key prefix ('am:{tag}:'), ARGV[2] batch size.
 -- Returns {removed, 1 if records remain else 0}.
 local prefix = ARGV[1]
 local budget = tonumber(ARGV[2])
 local removed = 0
+redis.call('DEL', KEYS[3])
 while budget > 0 do
   local first = redis.call('ZRANGE', KEYS[1], 0, 0)
   if #first == 0 then break end

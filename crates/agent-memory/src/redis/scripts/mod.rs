@@ -46,14 +46,14 @@ impl Scripts {
 
 /// The scripts, hashed on first use: the hash is what every call sends.
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    put: Script::new(include_str!("put.lua")),
+    put: Script::new(concat!(include_str!("usage.lua"), include_str!("put.lua"))),
     get: Script::new(include_str!("get.lua")),
     page: Script::new(include_str!("page.lua")),
-    delete: Script::new(include_str!("delete.lua")),
-    delete_all: Script::new(include_str!("delete_all.lua")),
+    delete: Script::new(concat!(include_str!("usage.lua"), include_str!("delete.lua"))),
+    delete_all: Script::new(concat!(include_str!("usage.lua"), include_str!("delete_all.lua"))),
     delete_user: Script::new(include_str!("delete_user.lua")),
     namespaces: Script::new(include_str!("namespaces.lua")),
-    purge: Script::new(include_str!("purge.lua")),
+    purge: Script::new(concat!(include_str!("usage.lua"), include_str!("purge.lua"))),
 });
 
 /// The ACL rules a Redis user needs for this provider and no more: its keys only (`~am:*`, the
@@ -71,7 +71,8 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 /// these rules, so a script that starts calling another command fails there first.
 pub const ACL_RULES: &str = "resetkeys ~am:* resetchannels -@all \
     +evalsha +script|load +info +ping +hello +auth +select +cluster|slots \
-    +get +set +getrange +exists +del +time +zadd +zrem +zrange +zrangebylex +zremrangebyrank";
+    +get +set +getrange +strlen +exists +del +time +zadd +zrem +zrange +zrangebylex \
+    +zremrangebyrank +hmget +hset +hincrby";
 
 #[cfg(test)]
 mod tests {

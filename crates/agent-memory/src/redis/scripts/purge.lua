@@ -1,8 +1,9 @@
 -- purge_expired: inspect at most ARGV[4] keys of one namespace after a position and remove the
 -- expired ones.
--- KEYS[1] namespace index, KEYS[2] user's namespace set, KEYS[3] user's revision floor.
+-- KEYS[1] namespace index, KEYS[2] user's namespace set, KEYS[3] user's revision floor,
+-- KEYS[4] user's usage.
 -- ARGV[1] record key prefix, ARGV[2] namespace (hex), ARGV[3] lower bound ('-' or
--- '(' .. key), ARGV[4] limit.
+-- '(' .. key), ARGV[4] limit, ARGV[5] user key prefix ('am:{tag}:').
 -- Returns {removed, cursor key or nil}: the cursor is the last inspected key when more keys
 -- follow it.
 local limit = tonumber(ARGV[4])
@@ -10,6 +11,8 @@ local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[3], '+', 'LIMIT', 0, lim
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local removed = 0
+local freed = 0
+local counted = false
 local top = nil
 local n = math.min(#members, limit)
 for i = 1, n do
@@ -18,6 +21,11 @@ for i = 1, n do
   if h ~= '' then
     local x = string.sub(h, 55, 72)
     if x ~= '000000000000000000' and tonumber(x) <= now then
+      if not counted then
+        usage(KEYS[4], KEYS[2], ARGV[5])
+        counted = true
+      end
+      freed = freed + record_bytes(ARGV[1] .. key, #key)
       redis.call('DEL', ARGV[1] .. key)
       redis.call('ZREM', KEYS[1], key)
       removed = removed + 1
@@ -26,6 +34,7 @@ for i = 1, n do
     end
   end
 end
+release(KEYS[4], removed, freed)
 if top then
   local floor = redis.call('GET', KEYS[3])
   if not floor or tonumber(floor) < top then
