@@ -86,6 +86,23 @@ async fn blocked_backend(admin: &tokio_postgres::Client, application_name: &str)
     }
 }
 
+/// Starts a transaction on `locker` that holds the row lock of `user-1`'s record `key` in
+/// `namespace` of `table`, so an erasure reaching it blocks there.
+async fn lock_user_record(
+    locker: &tokio_postgres::Client,
+    table: &str,
+    namespace: &str,
+    key: &str,
+) {
+    locker.batch_execute("BEGIN").await.expect("begin");
+    let sql = format!(
+        "SELECT 1 FROM public.\"{table}\" \
+         WHERE user_id = 'user-1' AND namespace = $1 AND key = $2 FOR UPDATE"
+    );
+    let locked = locker.execute(&sql, &[&namespace, &key]).await.expect("lock");
+    assert_eq!(locked, 1);
+}
+
 /// Starts a transaction on `locker` that holds the row lock of `key` in `table`.
 async fn lock_row(locker: &tokio_postgres::Client, table: &str, app: &str, key: &str) {
     locker.batch_execute("BEGIN").await.expect("begin");
@@ -504,18 +521,7 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
     // Hold the lock of the last row, so the third batch blocks; kill it there.
     let admin = raw(&shared_url()).await;
     let locker = raw(&shared_url()).await;
-    locker.batch_execute("BEGIN").await.expect("begin");
-    let locked = locker
-        .execute(
-            &format!(
-                "SELECT 1 FROM public.\"{table}\" \
-                 WHERE user_id = 'user-1' AND namespace = 'notes' AND key = 'k4' FOR UPDATE"
-            ),
-            &[],
-        )
-        .await
-        .expect("lock");
-    assert_eq!(locked, 1);
+    lock_user_record(&locker, &table, "notes", "k4").await;
     let erasing = {
         let (store, s) = (Arc::clone(&store), s.clone());
         tokio::spawn(async move { store.delete_all(&s).await })
@@ -569,18 +575,7 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     // Hold the lock of the last row in batch order, so the fifth batch blocks; kill it there.
     let admin = raw(&shared_url()).await;
     let locker = raw(&shared_url()).await;
-    locker.batch_execute("BEGIN").await.expect("begin");
-    let locked = locker
-        .execute(
-            &format!(
-                "SELECT 1 FROM public.\"{table}\" \
-                 WHERE user_id = 'user-1' AND namespace = 'ns2' AND key = 'k2' FOR UPDATE"
-            ),
-            &[],
-        )
-        .await
-        .expect("lock");
-    assert_eq!(locked, 1);
+    lock_user_record(&locker, &table, "ns2", "k2").await;
     let erasing = {
         let store = Arc::clone(&store);
         tokio::spawn(async move { store.delete_user("app", "user-1").await })
