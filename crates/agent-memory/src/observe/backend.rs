@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::pin::Pin;
 
 use super::span::{self, Operation};
 use crate::error::Result;
@@ -81,88 +82,103 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
     ) -> impl Future<Output = Result<MemoryCleanupPage>> + Send;
 }
 
+/// One `MemoryStore` method as `async_trait` declares it: when nothing observes the operation
+/// ([`span::unobserved`]) the backend's own future is boxed and returned as it is, so an
+/// uninstrumented program pays two relaxed loads and nothing else (no wrapper future, no extra
+/// move of the result); otherwise the future runs inside its span and measurements
+/// ([`span::observe`]).
+macro_rules! observed {
+    (
+        fn $name:ident<$($life:lifetime),*>(&$self_life:lifetime self $(, $arg:ident: $ty:ty)*)
+            -> $out:ty;
+        $operation:expr, $ids:expr
+    ) => {
+        fn $name<$self_life, $($life,)* 'async_trait>(
+            &$self_life self
+            $(, $arg: $ty)*
+        ) -> Pin<Box<dyn Future<Output = Result<$out>> + Send + 'async_trait>>
+        where
+            $self_life: 'async_trait,
+            $($life: 'async_trait,)*
+            Self: 'async_trait,
+        {
+            if span::unobserved() {
+                Box::pin(Backend::$name(self $(, $arg)*))
+            } else {
+                Box::pin(span::observe(self, $operation, $ids, Backend::$name(self $(, $arg)*)))
+            }
+        }
+    };
+}
+
 /// Every built-in provider's `MemoryStore`: each operation of its backend inside its span and
 /// measurements.
-#[async_trait::async_trait]
 impl<T: Backend> MemoryStore for T {
-    async fn start(&self) -> Result<()> {
-        span::observe(self, Operation::Start, None, Backend::start(self)).await
+    observed! {
+        fn start<>(&'s self) -> ();
+        Operation::Start, None
     }
 
-    async fn close(&self) -> Result<()> {
-        span::observe(self, Operation::Close, None, Backend::close(self)).await
+    observed! {
+        fn close<>(&'s self) -> ();
+        Operation::Close, None
     }
 
-    async fn put(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        write: MemoryWrite,
-    ) -> Result<MemoryRecord> {
-        let ids = Some(scope.into());
-        span::observe(self, Operation::Put, ids, Backend::put(self, scope, key, write)).await
+    observed! {
+        fn put<'c, 'k>(&'s self, scope: &'c MemoryScope, key: &'k str, write: MemoryWrite)
+            -> MemoryRecord;
+        Operation::Put, Some(scope.into())
     }
 
-    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
-        let ids = Some(scope.into());
-        span::observe(self, Operation::Get, ids, Backend::get(self, scope, key)).await
+    observed! {
+        fn get<'c, 'k>(&'s self, scope: &'c MemoryScope, key: &'k str) -> Option<MemoryRecord>;
+        Operation::Get, Some(scope.into())
     }
 
-    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        let ids = Some(scope.into());
-        span::observe(self, Operation::List, ids, Backend::list(self, scope, page)).await
+    observed! {
+        fn list<'c>(&'s self, scope: &'c MemoryScope, page: PageRequest) -> MemoryPage;
+        Operation::List, Some(scope.into())
     }
 
-    async fn search(
-        &self,
-        scope: &MemoryScope,
-        query: &str,
-        page: PageRequest,
-    ) -> Result<MemoryPage> {
-        let ids = Some(scope.into());
-        span::observe(self, Operation::Search, ids, Backend::search(self, scope, query, page)).await
+    observed! {
+        fn search<'c, 'q>(&'s self, scope: &'c MemoryScope, query: &'q str, page: PageRequest)
+            -> MemoryPage;
+        Operation::Search, Some(scope.into())
     }
 
-    async fn delete(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        expected_revision: Option<&Revision>,
-    ) -> Result<bool> {
-        let ids = Some(scope.into());
-        let run = Backend::delete(self, scope, key, expected_revision);
-        span::observe(self, Operation::Delete, ids, run).await
+    observed! {
+        fn delete<'c, 'k, 'r>(
+            &'s self,
+            scope: &'c MemoryScope,
+            key: &'k str,
+            expected_revision: Option<&'r Revision>
+        ) -> bool;
+        Operation::Delete, Some(scope.into())
     }
 
-    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        let ids = Some(scope.into());
-        span::observe(self, Operation::DeleteAll, ids, Backend::delete_all(self, scope)).await
+    observed! {
+        fn delete_all<'c>(&'s self, scope: &'c MemoryScope) -> u64;
+        Operation::DeleteAll, Some(scope.into())
     }
 
-    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
-        let ids = Some((application_id, user_id).into());
-        let run = Backend::delete_user(self, application_id, user_id);
-        span::observe(self, Operation::DeleteUser, ids, run).await
+    observed! {
+        fn delete_user<'a, 'u>(&'s self, application_id: &'a str, user_id: &'u str) -> u64;
+        Operation::DeleteUser, Some((application_id, user_id).into())
     }
 
-    async fn list_namespaces(
-        &self,
-        application_id: &str,
-        user_id: &str,
-        page: PageRequest,
-    ) -> Result<NamespacePage> {
-        let ids = Some((application_id, user_id).into());
-        let run = Backend::list_namespaces(self, application_id, user_id, page);
-        span::observe(self, Operation::ListNamespaces, ids, run).await
+    observed! {
+        fn list_namespaces<'a, 'u>(
+            &'s self,
+            application_id: &'a str,
+            user_id: &'u str,
+            page: PageRequest
+        ) -> NamespacePage;
+        Operation::ListNamespaces, Some((application_id, user_id).into())
     }
 
-    async fn purge_expired(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> Result<MemoryCleanupPage> {
-        let ids = Some(scope.into());
-        let run = Backend::purge_expired(self, scope, page);
-        span::observe(self, Operation::PurgeExpired, ids, run).await
+    observed! {
+        fn purge_expired<'c>(&'s self, scope: &'c MemoryScope, page: PageRequest)
+            -> MemoryCleanupPage;
+        Operation::PurgeExpired, Some(scope.into())
     }
 }

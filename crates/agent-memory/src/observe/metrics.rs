@@ -34,6 +34,7 @@ pub const OUTCOME_OK: &str = "ok";
 /// The facade hands out its zero-sized no-op recorder when none is; every recorder that keeps
 /// anything has a size. Checking this first is what lets an uninstrumented program skip the
 /// clock and the label sets altogether.
+#[inline]
 pub(crate) fn recording() -> bool {
     metrics::with_recorder(|recorder| std::mem::size_of_val(recorder) != 0)
 }

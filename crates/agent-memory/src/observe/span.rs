@@ -104,6 +104,14 @@ fn span_for(operation: Operation, system: &'static str) -> Span {
     }
 }
 
+/// Whether nothing would see an operation: no subscriber takes `INFO` spans and no metrics
+/// recorder is installed. Two relaxed loads, so the blanket impl can run the backend's future
+/// directly, without the span, the clock or the wrapper future around it.
+#[inline]
+pub(crate) fn unobserved() -> bool {
+    !tracing::level_enabled!(tracing::Level::INFO) && !metrics::recording()
+}
+
 /// Runs `run`, one `operation` of `store`, inside its span, then records its outcome on the
 /// span and in the metrics.
 ///
