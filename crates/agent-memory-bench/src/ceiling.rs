@@ -5,7 +5,10 @@
 //! PostgreSQL runs `pgbench -M prepared` with our scripts (`ceilings/*.sql`) against a plain
 //! table of the store's row shape holding the same 20,000 records. Redis runs
 //! `redis-benchmark` with GET, SET, HSET and EVALSHA of `ceilings/cas.lua`, the shape of one
-//! library write (read the revision, write content and the next revision). The scripts are
+//! library write (read the revision, write content and the next revision), and of
+//! `ceilings/page.lua`, the shape of one `list` or `search` page (an ordered index read, then
+//! each record of the page, filtered by the query for search) over 2,000 scopes of 11 records
+//! as the workload's are after `put_new`. The scripts are
 //! compiled into the binary, so a run never depends on files outside the crate.
 
 use std::path::Path;
@@ -31,12 +34,19 @@ pub const PG_PUT_UPDATE: &str = include_str!("../ceilings/put_update.sql");
 pub const PG_DELETE: &str = include_str!("../ceilings/delete.sql");
 /// The Redis compare-and-set script.
 pub const REDIS_CAS: &str = include_str!("../ceilings/cas.lua");
+/// The Redis page script: a page of a scope's records, filtered by a query for search.
+pub const REDIS_PAGE: &str = include_str!("../ceilings/page.lua");
 
 const PG_TABLE: &str = "bench_ceiling_records";
 const PG_TABLE_DEL: &str = "bench_ceiling_records_del";
 const REDIS_PREFIX: &str = "bench-ceiling:";
 /// `redis-benchmark -r`: random key numbers are drawn below this, and printed in 12 digits.
 const REDIS_KEYSPACE: usize = 20_000;
+/// Scopes (user × namespace) of the page ceiling, as in the workload.
+const REDIS_PAGE_SCOPES: usize = 2_000;
+/// Records per scope of the page ceiling: the workload's 10 preloaded ones and about one
+/// `put_new` record each.
+const REDIS_PAGE_RECORDS: usize = 11;
 
 /// One ceiling measurement.
 #[derive(Debug, Clone, Serialize)]
@@ -71,8 +81,11 @@ pub fn test_for(provider: &str, phase: Phase) -> Option<&'static str> {
         ("postgres", Phase::PutUpdate) => Some("put_update"),
         ("postgres", Phase::List) => Some("list"),
         ("postgres", Phase::Delete) => Some("delete"),
-        // Every library operation on Redis is one script call, so the script is the limit;
-        // plain GET and SET are reported beside it for scale.
+        // Every library operation on Redis is one script call, so a script of the same shape
+        // is the limit: a page read for list and search, the CAS write for the rest; plain
+        // GET and SET are reported beside them for scale.
+        ("redis", Phase::List) => Some("PAGE"),
+        ("redis", Phase::Search) => Some("SEARCH"),
         ("redis", p) if Phase::STANDARD.contains(&p) => Some("EVALSHA"),
         _ => None,
     }
@@ -256,6 +269,7 @@ pub struct PgSession {
 pub struct RedisSession {
     con: redis::aio::MultiplexedConnection,
     sha: String,
+    page_sha: String,
     parts: crate::target::RedisParts,
 }
 
@@ -598,7 +612,20 @@ async fn redis_clean(con: &mut redis::aio::MultiplexedConnection) -> Result<(), 
         }
         let _: i64 = cmd.query_async(con).await.map_err(redis_err("removing ceiling keys"))?;
     }
+    for n in 0..REDIS_PAGE_SCOPES {
+        let mut cmd = redis::cmd("UNLINK");
+        cmd.arg(redis_key("i", n));
+        for k in 0..REDIS_PAGE_RECORDS {
+            cmd.arg(redis_page_record(n, k));
+        }
+        let _: i64 = cmd.query_async(con).await.map_err(redis_err("removing ceiling keys"))?;
+    }
     Ok(())
+}
+
+/// The record key `k` of page scope `n`: `…:v:<n>:k<k>`, so the index holds `k0000`, ….
+fn redis_page_record(n: usize, k: usize) -> String {
+    format!("{REDIS_PREFIX}v:{n:012}:k{k:04}")
 }
 
 /// Loads 20,000 strings and hashes of 200-byte values and the CAS script.
@@ -622,13 +649,37 @@ async fn redis_prepare(url: &str, log: &(dyn Fn(&str) + Sync)) -> Result<RedisSe
         }
         let () = pipe.query_async(&mut con).await.map_err(redis_err("loading ceiling keys"))?;
     }
-    let sha: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(REDIS_CAS)
-        .query_async(&mut con)
-        .await
-        .map_err(redis_err("SCRIPT LOAD"))?;
-    Ok(RedisSession { con, sha, parts })
+    log(&format!(
+        "ceiling: loading {REDIS_PAGE_SCOPES} page scopes of {REDIS_PAGE_RECORDS} records"
+    ));
+    for chunk_start in (0..REDIS_PAGE_SCOPES).step_by(100) {
+        let mut pipe = redis::pipe();
+        for n in chunk_start..(chunk_start + 100).min(REDIS_PAGE_SCOPES) {
+            for k in 0..REDIS_PAGE_RECORDS {
+                // The workload's record numbering: the 10 preloaded records of scope n are
+                // n * 10 + k, so the first of each holds the search phrase as there.
+                let i = if k < 10 { n * 10 + k } else { REDIS_KEYSPACE + n };
+                let text = workload::content(u64::try_from(i).unwrap_or(0));
+                pipe.cmd("SET").arg(redis_page_record(n, k)).arg(text).ignore();
+                pipe.cmd("ZADD").arg(redis_key("i", n)).arg(0).arg(format!("k{k:04}")).ignore();
+            }
+        }
+        let () = pipe.query_async(&mut con).await.map_err(redis_err("loading ceiling keys"))?;
+    }
+    let load = |script: &'static str| {
+        let mut con = con.clone();
+        async move {
+            redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(script)
+                .query_async::<String>(&mut con)
+                .await
+                .map_err(redis_err("SCRIPT LOAD"))
+        }
+    };
+    let sha = load(REDIS_CAS).await?;
+    let page_sha = load(REDIS_PAGE).await?;
+    Ok(RedisSession { con, sha, page_sha, parts })
 }
 
 impl RedisSession {
@@ -647,6 +698,12 @@ impl RedisSession {
             "HSET" => vec!["HSET".into(), rand("h"), "content".into(), value],
             "EVALSHA" => {
                 vec!["EVALSHA".into(), self.sha.clone(), "1".into(), rand("r"), "*".into(), value]
+            }
+            "PAGE" | "SEARCH" => {
+                let query = if test == "PAGE" { "*" } else { workload::PHRASE };
+                let limit = workload::LIST_LIMIT.to_string();
+                let sha = self.page_sha.clone();
+                vec!["EVALSHA".into(), sha, "1".into(), rand("i"), limit, query.into()]
             }
             other => return Err(format!("no redis-benchmark test {other}")),
         };
@@ -671,7 +728,8 @@ impl RedisSession {
             "-n".into(),
             options.redis_requests.to_string(),
             "-r".into(),
-            REDIS_KEYSPACE.to_string(),
+            if matches!(test, "PAGE" | "SEARCH") { REDIS_PAGE_SCOPES } else { REDIS_KEYSPACE }
+                .to_string(),
             "--csv".into(),
         ]);
         args.extend(command);
