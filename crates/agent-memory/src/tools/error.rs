@@ -193,8 +193,15 @@ impl ToolError {
 /// Which quota a full memory reached, as a clause for the model.
 pub(crate) fn full_because(quota: &str, limit: u64, what: &str) -> String {
     if quota == crate::quota::MAX_BYTES_PER_USER {
-        format!("this user's {what} may take at most {limit} bytes in all")
+        let bytes = if limit == 1 { "byte" } else { "bytes" };
+        format!("this user's {what} may take at most {limit} {bytes} in all")
     } else {
+        // `what` is a plural ("memories", "facts", "files"); a limit of one reads as one.
+        let what = match (limit, what) {
+            (1, "memories") => "memory",
+            (1, plural) => plural.strip_suffix('s').unwrap_or(plural),
+            (_, plural) => plural,
+        };
         format!("this user may keep at most {limit} {what}")
     }
 }
@@ -207,4 +214,30 @@ pub(crate) fn printable(name: &str) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::full_because;
+    use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
+
+    #[test]
+    fn a_limit_of_one_reads_in_the_singular() {
+        assert_eq!(
+            full_because(MAX_RECORDS_PER_USER, 1, "memories"),
+            "this user may keep at most 1 memory"
+        );
+        assert_eq!(
+            full_because(MAX_RECORDS_PER_USER, 1, "facts"),
+            "this user may keep at most 1 fact"
+        );
+        assert_eq!(
+            full_because(MAX_RECORDS_PER_USER, 3, "files"),
+            "this user may keep at most 3 files"
+        );
+        assert_eq!(
+            full_because(MAX_BYTES_PER_USER, 1, "files"),
+            "this user's files may take at most 1 byte in all"
+        );
+    }
 }
