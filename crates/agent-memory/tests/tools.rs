@@ -783,7 +783,7 @@ async fn a_full_memory_tells_the_model_how_to_free_space() {
     let err = fail(&memory, "memory_save", json!({"key": "b", "content": "second"})).await;
     assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
     let message = err.message();
-    assert!(message.contains("at most 1 memories") && message.contains("memory_delete"), "{err}");
+    assert!(message.contains("at most 1 memory;") && message.contains("memory_delete"), "{err}");
     assert!(message.contains("nothing was saved"), "{err}");
     assert_eq!(err.to_json()["error"]["kind"], "memory_full");
     call(&memory, "memory_delete", json!({"key": "a"})).await;
