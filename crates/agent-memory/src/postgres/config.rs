@@ -37,6 +37,10 @@ pub(crate) const DEFAULT_SEARCH_SCAN_BYTES: usize = crate::provider::DEFAULT_SEA
 /// Default rows one `delete_user` batch removes.
 pub const DEFAULT_ERASE_BATCH_SIZE: usize = 1_000;
 
+/// Default most writes one shared statement carries: see
+/// [`PostgresMemoryStoreBuilder::write_batch_max`].
+pub const DEFAULT_WRITE_BATCH_MAX: usize = 64;
+
 /// Most connections a pool may keep: PostgreSQL's own ceiling on `max_connections`
 /// (`MAX_BACKENDS`, 2^18 - 1), so no server could serve more. The pool reserves room for
 /// `max_connections` up front, so an unbounded value would exhaust memory at `start()`.
@@ -56,6 +60,7 @@ pub(crate) struct Options {
     pub(crate) search_scan_limit: usize,
     pub(crate) search_scan_bytes: usize,
     pub(crate) erase_batch_size: usize,
+    pub(crate) write_batch_max: usize,
     pub(crate) prepared_statements: bool,
     pub(crate) quotas: crate::quota::Quotas,
 }
@@ -71,6 +76,7 @@ impl Default for Options {
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
             search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            write_batch_max: DEFAULT_WRITE_BATCH_MAX,
             prepared_statements: true,
             quotas: crate::quota::Quotas::unlimited(),
         }
@@ -162,6 +168,16 @@ impl PostgresMemoryStoreBuilder {
     /// At least 1.
     pub fn erase_batch_size(mut self, rows: usize) -> Self {
         self.options.erase_batch_size = rows;
+        self
+    }
+
+    /// Most writes (`put` and `delete`, in all their forms) that one shared statement and
+    /// one commit may carry (default 64; at least 1, and 1 runs every write alone). Writes
+    /// that arrive while every connection is busy wait for the next free one, which runs
+    /// them together; a write that finds a free connection runs alone at once. See
+    /// "Write coalescing" in the [module docs](super). URL parameter `write_batch_max`.
+    pub fn write_batch_max(mut self, writes: usize) -> Self {
+        self.options.write_batch_max = writes;
         self
     }
 
@@ -275,6 +291,9 @@ impl PostgresMemoryStoreBuilder {
         }
         if o.erase_batch_size == 0 {
             return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
+        }
+        if o.write_batch_max == 0 {
+            return Err(MemoryError::invalid("write_batch_max", "must be at least 1"));
         }
         o.quotas.check()?;
         let tls = tls::resolve(&self.tls)?;
@@ -450,6 +469,9 @@ fn store_params(
     }
     if let Some(rows) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(rows);
+    }
+    if let Some(writes) = params.take_parsed("write_batch_max")? {
+        builder = builder.write_batch_max(writes);
     }
     if let Some(prepared) = params.take_bool("prepared_statements")? {
         builder = builder.prepared_statements(prepared);
@@ -732,7 +754,7 @@ mod tests {
         let b = builder(
             "postgres://h/db?schema=s1&table=t1&min_connections=3&max_connections=9\
              &setup_schema=off&connect_timeout=4&acquire_timeout=7&search_scan_limit=50\
-             &erase_batch_size=25&search_scan_bytes=4096",
+             &erase_batch_size=25&search_scan_bytes=4096&write_batch_max=5",
         );
         assert_eq!((b.schema.as_str(), b.table.as_str()), ("s1", "t1"));
         let o = &b.options;
@@ -742,6 +764,7 @@ mod tests {
         assert_eq!(o.acquire_timeout, Duration::from_secs(7));
         assert_eq!((o.search_scan_limit, o.erase_batch_size), (50, 25));
         assert_eq!(o.search_scan_bytes, 4_096);
+        assert_eq!(o.write_batch_max, 5);
         let store = b.build().expect("in range");
         assert_eq!(store.names.table(), "\"s1\".\"t1\"");
 
@@ -754,6 +777,7 @@ mod tests {
         assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
         assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
         assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
+        assert_eq!(defaults.write_batch_max, DEFAULT_WRITE_BATCH_MAX);
 
         // The builder overrides the URL.
         let b =
@@ -922,7 +946,7 @@ mod tests {
     #[test]
     fn zero_and_out_of_range_values_name_the_option() {
         let base = || builder("postgres://h/db");
-        let cases: [(&str, PostgresMemoryStoreBuilder); 9] = [
+        let cases: [(&str, PostgresMemoryStoreBuilder); 10] = [
             ("max_connections", base().max_connections(0)),
             ("max_connections", base().max_connections(usize::MAX)),
             ("min_connections", base().min_connections(17)),
@@ -931,6 +955,7 @@ mod tests {
             ("search_scan_limit", base().search_scan_limit(0)),
             ("search_scan_bytes", base().search_scan_bytes(0)),
             ("erase_batch_size", base().erase_batch_size(0)),
+            ("write_batch_max", base().write_batch_max(0)),
             ("schema", base().schema("")),
         ];
         for (option, configured) in cases {
@@ -943,6 +968,7 @@ mod tests {
             "search_scan_limit",
             "search_scan_bytes",
             "erase_batch_size",
+            "write_batch_max",
         ] {
             let err = PostgresMemoryStore::from_url(&format!("postgres://h/db?{option}=0"));
             assert_eq!(field(&err.unwrap_err()), option);
