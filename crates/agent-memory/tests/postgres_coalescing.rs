@@ -42,8 +42,14 @@ fn on_database(url: &str, database: &str) -> String {
 /// A store on `url` whose one connection forces concurrent writes to queue, and so to share
 /// statements.
 fn narrow_store(url: &str, batch_max: usize) -> Arc<PostgresMemoryStore> {
+    narrow(url, batch_max, true)
+}
+
+/// [`narrow_store`], with statements `prepared` by name or sent unnamed (pooler mode).
+fn narrow(url: &str, batch_max: usize, prepared: bool) -> Arc<PostgresMemoryStore> {
     let store = PostgresMemoryStore::builder(url)
         .expect("a valid URL")
+        .prepared_statements(prepared)
         .min_connections(1)
         .max_connections(1)
         .write_batch_max(batch_max)
@@ -69,8 +75,17 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_get_exactly_their_own_outcomes() {
+    own_outcomes(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_get_exactly_their_own_outcomes_with_unnamed_statements() {
+    own_outcomes(false).await;
+}
+
+async fn own_outcomes(prepared: bool) {
     let app = unique("coalesce");
-    let store = narrow_store(&shared_url(), 16);
+    let store = narrow(&shared_url(), 16, prepared);
     store.start().await.expect("start");
 
     // Creations of many users and of one user, at once: each gets its own record.
