@@ -40,12 +40,7 @@ fn on_database(url: &str, database: &str) -> String {
 }
 
 /// A store on `url` whose one connection forces concurrent writes to queue, and so to share
-/// statements.
-fn narrow_store(url: &str, batch_max: usize) -> Arc<PostgresMemoryStore> {
-    narrow(url, batch_max, true)
-}
-
-/// [`narrow_store`], with statements `prepared` by name or sent unnamed (pooler mode).
+/// statements, with statements `prepared` by name or sent unnamed (pooler mode).
 fn narrow(url: &str, batch_max: usize, prepared: bool) -> Arc<PostgresMemoryStore> {
     let store = PostgresMemoryStore::builder(url)
         .expect("a valid URL")
@@ -286,9 +281,19 @@ async fn queued_writes_share_commits_and_a_batch_bound_of_one_does_not() {
     let store_url = on_database(&url, &database);
     let writes = 200;
     let mut counted = Vec::new();
-    for batch_max in [64, 1] {
+    // One connection and batches of up to 64; one connection and no coalescing; four
+    // connections of which writes may hold one, and batches of up to 64.
+    for (connections, write_connections, batch_max) in [(1, 1, 64), (1, 1, 1), (4, 1, 64)] {
         let before = commits(&admin, &database).await;
-        let store = narrow_store(&store_url, batch_max);
+        let store = PostgresMemoryStore::builder(&store_url)
+            .expect("a valid URL")
+            .min_connections(1)
+            .max_connections(connections)
+            .write_connections(write_connections)
+            .write_batch_max(batch_max)
+            .build()
+            .expect("a valid configuration");
+        let store = Arc::new(store);
         store.start().await.expect("start");
         let app = unique("commits");
         concurrently(writes, |i| {
@@ -310,11 +315,15 @@ async fn queued_writes_share_commits_and_a_batch_bound_of_one_does_not() {
         counted.push(commits(&admin, &database).await - before);
     }
     admin.batch_execute(&format!("DROP DATABASE \"{database}\" WITH (FORCE)")).await.expect("drop");
-    let (coalesced, alone) = (counted[0], counted[1]);
-    eprintln!("commits for {writes} writes: {coalesced} queued, {alone} alone");
+    let (coalesced, alone, limited) = (counted[0], counted[1], counted[2]);
+    eprintln!(
+        "commits for {writes} writes: {coalesced} queued, {alone} alone, \
+         {limited} with one write connection of four"
+    );
     let writes = i64::try_from(writes).expect("small");
     // Alone, every write commits on its own (start-up adds a few more); queued behind one
     // connection, they share: far fewer commits than writes.
     assert!(alone >= writes, "{alone} commits for {writes} writes run alone");
     assert!(coalesced * 4 <= writes, "{coalesced} commits for {writes} queued writes");
+    assert!(limited * 4 <= writes, "{limited} commits for {writes} writes on one write connection");
 }

@@ -133,6 +133,8 @@ pub(crate) struct Writer {
     max_records: String,
     max_bytes: String,
     batch_max: usize,
+    /// Permits for the connections writes may hold at once, when limited.
+    connections: Option<Arc<tokio::sync::Semaphore>>,
     queue: Mutex<Queue>,
 }
 
@@ -160,7 +162,13 @@ impl Drop for Ticket<'_> {
 
 impl Writer {
     /// The queue of a store running `sql`, with its quotas and its batch bound.
-    pub(crate) fn new(sql: Arc<Statements>, quotas: Quotas, batch_max: usize) -> Self {
+    /// Writes hold at most `connections` connections at once, when given.
+    pub(crate) fn new(
+        sql: Arc<Statements>,
+        quotas: Quotas,
+        batch_max: usize,
+        connections: Option<usize>,
+    ) -> Self {
         let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
         Self {
             sql,
@@ -168,6 +176,7 @@ impl Writer {
             max_records: limit(quotas.records()),
             max_bytes: limit(quotas.bytes()),
             batch_max: batch_max.max(1),
+            connections: connections.map(|n| Arc::new(tokio::sync::Semaphore::new(n.max(1)))),
             queue: Mutex::new(Queue::default()),
         }
     }
@@ -189,13 +198,20 @@ impl Writer {
             id
         };
         let ticket = Ticket { writer: self, id };
+        let connect = async {
+            let permit = match &self.connections {
+                Some(permits) => Arc::clone(permits).acquire_owned().await.ok(),
+                None => None,
+            };
+            connect.await.map(|conn| (permit, conn))
+        };
         let connected = tokio::select! {
             biased;
             done = &mut outcome => return done.unwrap_or_else(|_| Err(interrupted())),
             connected = connect => connected,
         };
-        let conn = match connected {
-            Ok(conn) => conn,
+        let (permit, conn) = match connected {
+            Ok(connected) => connected,
             Err(err) => {
                 if ticket.withdraw().is_some() {
                     return Err(err);
@@ -204,25 +220,26 @@ impl Writer {
                 return outcome.await.unwrap_or_else(|_| Err(interrupted()));
             }
         };
-        let mut conn = Some(conn);
+        // The connection and its write permit travel together, into a batch's task and back.
+        let mut held = Some((conn, permit));
         while let Some(batch) = self.take(id) {
-            let Some(current) = conn.take() else { break };
+            let Some((current, permit)) = held.take() else { break };
             let own_alone = batch.len() == 1 && batch[0].id == id;
             if own_alone {
                 self.run(&current, batch).await;
-                conn = Some(current);
+                held = Some((current, permit));
             } else {
                 // Other callers' writes run in their own task, so that this caller going
                 // away (its future dropped) never leaves them without an outcome.
                 let writer = Arc::clone(self);
                 let task = tokio::spawn(async move {
                     writer.run(&current, batch).await;
-                    current
+                    (current, permit)
                 });
-                conn = task.await.ok();
+                held = task.await.ok();
             }
         }
-        drop(conn);
+        drop(held);
         drop(ticket);
         outcome.await.unwrap_or_else(|_| Err(interrupted()))
     }

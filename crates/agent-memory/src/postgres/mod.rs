@@ -67,8 +67,12 @@ impl PostgresMemoryStore {
     /// The unstarted store for a checked configuration (see [`PostgresMemoryStoreBuilder`]).
     fn new(config: tokio_postgres::Config, options: Options, tls: Tls, names: Names) -> Self {
         let sql = Arc::new(Statements::new(&names));
-        let writer =
-            Arc::new(batch::Writer::new(Arc::clone(&sql), options.quotas, options.write_batch_max));
+        let writer = Arc::new(batch::Writer::new(
+            Arc::clone(&sql),
+            options.quotas,
+            options.write_batch_max,
+            options.write_connections,
+        ));
         Self {
             config,
             options,
