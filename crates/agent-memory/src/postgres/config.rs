@@ -37,6 +37,10 @@ pub(crate) const DEFAULT_SEARCH_SCAN_BYTES: usize = crate::provider::DEFAULT_SEA
 /// Default rows one `delete_user` batch removes.
 pub const DEFAULT_ERASE_BATCH_SIZE: usize = 1_000;
 
+/// Default most writes one shared statement carries: see
+/// [`PostgresMemoryStoreBuilder::write_batch_max`].
+pub const DEFAULT_WRITE_BATCH_MAX: usize = 64;
+
 /// Most connections a pool may keep: PostgreSQL's own ceiling on `max_connections`
 /// (`MAX_BACKENDS`, 2^18 - 1), so no server could serve more. The pool reserves room for
 /// `max_connections` up front, so an unbounded value would exhaust memory at `start()`.
@@ -56,6 +60,9 @@ pub(crate) struct Options {
     pub(crate) search_scan_limit: usize,
     pub(crate) search_scan_bytes: usize,
     pub(crate) erase_batch_size: usize,
+    pub(crate) write_batch_max: usize,
+    /// `None`: writes may use every connection.
+    pub(crate) write_connections: Option<usize>,
     pub(crate) prepared_statements: bool,
     pub(crate) quotas: crate::quota::Quotas,
 }
@@ -71,6 +78,8 @@ impl Default for Options {
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
             search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            write_batch_max: DEFAULT_WRITE_BATCH_MAX,
+            write_connections: None,
             prepared_statements: true,
             quotas: crate::quota::Quotas::unlimited(),
         }
@@ -162,6 +171,25 @@ impl PostgresMemoryStoreBuilder {
     /// At least 1.
     pub fn erase_batch_size(mut self, rows: usize) -> Self {
         self.options.erase_batch_size = rows;
+        self
+    }
+
+    /// Most writes (`put` and `delete`, in all their forms) that one shared statement and
+    /// one commit may carry (default 64; at least 1, and 1 runs every write alone). Writes
+    /// that arrive while every connection is busy wait for the next free one, which runs
+    /// them together; a write that finds a free connection runs alone at once. See
+    /// "Write coalescing" in the [module docs](super). URL parameter `write_batch_max`.
+    pub fn write_batch_max(mut self, writes: usize) -> Self {
+        self.options.write_batch_max = writes;
+        self
+    }
+
+    /// Most connections that writes hold at once (default: every connection of the pool; at
+    /// least 1, at most `max_connections`). Writes beyond it queue and share the statements
+    /// of the writes that hold them, while reads keep the whole pool. See "Write coalescing"
+    /// in the [module docs](super). URL parameter `write_connections`.
+    pub fn write_connections(mut self, connections: usize) -> Self {
+        self.options.write_connections = Some(connections);
         self
     }
 
@@ -275,6 +303,19 @@ impl PostgresMemoryStoreBuilder {
         }
         if o.erase_batch_size == 0 {
             return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
+        }
+        if o.write_batch_max == 0 {
+            return Err(MemoryError::invalid("write_batch_max", "must be at least 1"));
+        }
+        match o.write_connections {
+            Some(0) => return Err(MemoryError::invalid("write_connections", "must be at least 1")),
+            Some(n) if n > o.max_connections => {
+                return Err(MemoryError::invalid(
+                    "write_connections",
+                    "must not exceed max_connections",
+                ))
+            }
+            _ => {}
         }
         o.quotas.check()?;
         let tls = tls::resolve(&self.tls)?;
@@ -450,6 +491,12 @@ fn store_params(
     }
     if let Some(rows) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(rows);
+    }
+    if let Some(writes) = params.take_parsed("write_batch_max")? {
+        builder = builder.write_batch_max(writes);
+    }
+    if let Some(connections) = params.take_parsed("write_connections")? {
+        builder = builder.write_connections(connections);
     }
     if let Some(prepared) = params.take_bool("prepared_statements")? {
         builder = builder.prepared_statements(prepared);
@@ -732,7 +779,8 @@ mod tests {
         let b = builder(
             "postgres://h/db?schema=s1&table=t1&min_connections=3&max_connections=9\
              &setup_schema=off&connect_timeout=4&acquire_timeout=7&search_scan_limit=50\
-             &erase_batch_size=25&search_scan_bytes=4096",
+             &erase_batch_size=25&search_scan_bytes=4096&write_batch_max=5\
+             &write_connections=2",
         );
         assert_eq!((b.schema.as_str(), b.table.as_str()), ("s1", "t1"));
         let o = &b.options;
@@ -742,6 +790,7 @@ mod tests {
         assert_eq!(o.acquire_timeout, Duration::from_secs(7));
         assert_eq!((o.search_scan_limit, o.erase_batch_size), (50, 25));
         assert_eq!(o.search_scan_bytes, 4_096);
+        assert_eq!((o.write_batch_max, o.write_connections), (5, Some(2)));
         let store = b.build().expect("in range");
         assert_eq!(store.names.table(), "\"s1\".\"t1\"");
 
@@ -754,6 +803,8 @@ mod tests {
         assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
         assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
         assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
+        assert_eq!(defaults.write_batch_max, DEFAULT_WRITE_BATCH_MAX);
+        assert_eq!(defaults.write_connections, None);
 
         // The builder overrides the URL.
         let b =
@@ -922,7 +973,7 @@ mod tests {
     #[test]
     fn zero_and_out_of_range_values_name_the_option() {
         let base = || builder("postgres://h/db");
-        let cases: [(&str, PostgresMemoryStoreBuilder); 9] = [
+        let cases: [(&str, PostgresMemoryStoreBuilder); 12] = [
             ("max_connections", base().max_connections(0)),
             ("max_connections", base().max_connections(usize::MAX)),
             ("min_connections", base().min_connections(17)),
@@ -931,6 +982,9 @@ mod tests {
             ("search_scan_limit", base().search_scan_limit(0)),
             ("search_scan_bytes", base().search_scan_bytes(0)),
             ("erase_batch_size", base().erase_batch_size(0)),
+            ("write_batch_max", base().write_batch_max(0)),
+            ("write_connections", base().write_connections(0)),
+            ("write_connections", base().max_connections(4).write_connections(5)),
             ("schema", base().schema("")),
         ];
         for (option, configured) in cases {
@@ -943,6 +997,8 @@ mod tests {
             "search_scan_limit",
             "search_scan_bytes",
             "erase_batch_size",
+            "write_batch_max",
+            "write_connections",
         ] {
             let err = PostgresMemoryStore::from_url(&format!("postgres://h/db?{option}=0"));
             assert_eq!(field(&err.unwrap_err()), option);

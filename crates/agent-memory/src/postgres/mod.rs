@@ -1,5 +1,6 @@
 #![doc = include_str!("docs.md")]
 
+mod batch;
 mod codec;
 mod config;
 mod error;
@@ -9,7 +10,7 @@ mod statements;
 mod tls;
 
 use std::fmt;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use deadpool_postgres::Pool;
 use serde_json::Value;
@@ -23,7 +24,7 @@ use self::config::{Endpoint, Options};
 pub use self::config::{
     PostgresMemoryStoreBuilder, DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_ERASE_BATCH_SIZE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MIN_CONNECTIONS, DEFAULT_SCHEMA,
-    DEFAULT_SEARCH_SCAN_LIMIT, DEFAULT_TABLE,
+    DEFAULT_SEARCH_SCAN_LIMIT, DEFAULT_TABLE, DEFAULT_WRITE_BATCH_MAX,
 };
 use self::error::{storage, PROVIDER};
 use self::pool::Conn;
@@ -53,7 +54,9 @@ pub struct PostgresMemoryStore {
     options: Options,
     tls: Tls,
     names: Names,
-    sql: Statements,
+    sql: Arc<Statements>,
+    /// The queue through which concurrent writes share statements.
+    writer: Arc<batch::Writer>,
     /// `None` before `start()` and after `close()`.
     pool: RwLock<Option<Pool>>,
     /// Serialises `start()` and `close()`, so two calls never build two pools.
@@ -63,13 +66,20 @@ pub struct PostgresMemoryStore {
 impl PostgresMemoryStore {
     /// The unstarted store for a checked configuration (see [`PostgresMemoryStoreBuilder`]).
     fn new(config: tokio_postgres::Config, options: Options, tls: Tls, names: Names) -> Self {
-        let sql = Statements::new(&names);
+        let sql = Arc::new(Statements::new(&names));
+        let writer = Arc::new(batch::Writer::new(
+            Arc::clone(&sql),
+            options.quotas,
+            options.write_batch_max,
+            options.write_connections,
+        ));
         Self {
             config,
             options,
             tls,
             names,
             sql,
+            writer,
             pool: RwLock::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
         }
@@ -79,6 +89,17 @@ impl PostgresMemoryStore {
     /// comment), for operators who provision it themselves and use `setup_schema(false)`.
     pub fn schema_sql(&self) -> String {
         schema::create_sql(&self.names, true)
+    }
+
+    /// A write of `scope` and `key` for the write queue.
+    fn write(&self, scope: &MemoryScope, key: &str, op: batch::Op) -> batch::Write {
+        batch::Write {
+            app: scope.application_id().to_owned(),
+            user: scope.user_id().to_owned(),
+            namespace: scope.namespace_or_empty().to_owned(),
+            key: key.to_owned(),
+            op,
+        }
     }
 
     /// A connection from the started pool.
@@ -151,77 +172,39 @@ impl crate::observe::Backend for PostgresMemoryStore {
         let parts = write.into_parts();
         let bytes = crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        let client = self.client().await?;
         let metadata = Value::Object(parts.metadata);
         let source = serde_json::to_value(&parts.source).map_err(storage("could not encode"))?;
-        let expires_at = parts.expires_at.map(to_system_time);
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let content = parts.content.as_str();
-        let quotas = self.options.quotas;
-        let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-        let (max_records, max_bytes) = (limit(quotas.records()), limit(quotas.bytes()));
-        let row = match &parts.condition {
-            WriteCondition::Always | WriteCondition::CreateOnly => {
-                let sql = if parts.condition == WriteCondition::Always {
-                    &self.sql.put_always
-                } else {
-                    &self.sql.put_create_only
-                };
-                let params: [&(dyn ToSql + Sync); 11] = [
-                    &app,
-                    &user,
-                    &ns,
-                    &key,
-                    &content,
-                    &metadata,
-                    &source,
-                    &expires_at,
-                    &bytes,
-                    &max_records,
-                    &max_bytes,
-                ];
-                client.query_opt(sql, &params).await
-            }
+        let condition = match &parts.condition {
+            WriteCondition::Always => batch::PutCondition::Always,
+            WriteCondition::CreateOnly => batch::PutCondition::CreateOnly,
             WriteCondition::Revision(expected) => {
-                let expected = revision_number(expected);
-                let params: [&(dyn ToSql + Sync); 12] = [
-                    &app,
-                    &user,
-                    &ns,
-                    &key,
-                    &content,
-                    &metadata,
-                    &source,
-                    &expires_at,
-                    &expected,
-                    &bytes,
-                    &max_records,
-                    &max_bytes,
-                ];
-                client.query_opt(&self.sql.put_expected, &params).await
+                batch::PutCondition::Expected(revision_number(expected))
             }
-        }
-        .map_err(|err| error::quota_exceeded(err, &quotas))?;
-        let Some(row) = row else {
-            return Err(match parts.condition {
-                WriteCondition::CreateOnly => MemoryError::already_exists(),
-                WriteCondition::Revision(_) => MemoryError::stale_revision(),
-                WriteCondition::Always => {
-                    MemoryError::storage(PROVIDER, "the write returned no row")
-                }
-            });
         };
-        let Value::Object(metadata) = metadata else {
-            return Err(corrupt("metadata that is not an object"));
+        let op = batch::Op::Put {
+            condition,
+            content: parts.content,
+            metadata,
+            source,
+            expires_at: parts.expires_at.map(to_system_time),
+            bytes,
+        };
+        let (write, done) = self.writer.submit(self.write(scope, key, op), self.client()).await?;
+        let (
+            batch::Op::Put { content, metadata: Value::Object(metadata), .. },
+            batch::Done::Put { revision: number, created_at, updated_at },
+        ) = (write.op, done)
+        else {
+            return Err(corrupt("a write outcome of another kind"));
         };
         Ok(MemoryRecord {
             scope: scope.clone(),
-            key: key.to_owned(),
-            content: parts.content,
+            key: write.key,
+            content,
             metadata,
-            revision: revision(column(&row, 0)?)?,
-            created_at: from_system_time(column(&row, 1)?)?,
-            updated_at: from_system_time(column(&row, 2)?)?,
+            revision: revision(number)?,
+            created_at: from_system_time(created_at)?,
+            updated_at: from_system_time(updated_at)?,
             expires_at: parts.expires_at,
             source: parts.source,
         })
@@ -322,21 +305,10 @@ impl crate::observe::Backend for PostgresMemoryStore {
         expected_revision: Option<&Revision>,
     ) -> Result<bool> {
         validation::key(key)?;
-        let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        match expected_revision {
-            None => {
-                let row = client.query_opt(&self.sql.delete, &[&app, &user, &ns, &key]).await?;
-                row.map_or(Ok(false), |row| column::<bool>(&row, 0))
-            }
-            Some(expected) => {
-                let expected = revision_number(expected);
-                let params: [&(dyn ToSql + Sync); 5] = [&app, &user, &ns, &key, &expected];
-                match client.query_opt(&self.sql.delete_expected, &params).await? {
-                    Some(_) => Ok(true),
-                    None => Err(MemoryError::stale_revision()),
-                }
-            }
+        let op = batch::Op::Delete { expected: expected_revision.map(revision_number) };
+        match self.writer.submit(self.write(scope, key, op), self.client()).await? {
+            (_, batch::Done::Deleted(existed)) => Ok(existed),
+            (_, batch::Done::Put { .. }) => Err(corrupt("a write outcome of another kind")),
         }
     }
 

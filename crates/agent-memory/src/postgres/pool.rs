@@ -194,6 +194,11 @@ impl Conn {
         self.check(result, "the statement failed")
     }
 
+    /// Whether an error has shown this connection broken.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
     /// Runs `statement` and returns its row, if any; more than one is an error.
     pub(crate) async fn query_opt(
         &self,

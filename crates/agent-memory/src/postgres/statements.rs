@@ -46,12 +46,40 @@ pub(crate) struct Statements {
     pub(crate) namespaces_first: Statement,
     pub(crate) namespaces_after: Statement,
     pub(crate) purge: Statement,
+    /// The set-based forms of the writes, one element per array entry; see
+    /// [`batch`](super::batch).
+    pub(crate) put_always_batch: Statement,
+    pub(crate) put_create_only_batch: Statement,
+    pub(crate) put_expected_batch: Statement,
+    pub(crate) delete_batch: Statement,
+    pub(crate) delete_expected_batch: Statement,
 }
 
 const TEXT: Type = Type::TEXT;
 const JSONB: Type = Type::JSONB;
 const TIMESTAMPTZ: Type = Type::TIMESTAMPTZ;
 const INT8: Type = Type::INT8;
+const TEXTS: Type = Type::TEXT_ARRAY;
+
+/// [`PUT`] with an array for each value of a record: what a batch of unconditional or
+/// `create_only` `put`s binds.
+const PUT_BATCH: [Type; 11] = [
+    TEXTS,
+    TEXTS,
+    TEXTS,
+    TEXTS,
+    TEXTS,
+    Type::JSONB_ARRAY,
+    Type::JSONB_ARRAY,
+    Type::TIMESTAMPTZ_ARRAY,
+    Type::INT8_ARRAY,
+    TEXT,
+    TEXT,
+];
+
+/// The rows of a batch of `put`s: scope, key, then its revision and timestamps.
+const RETURNING_BATCH: &str =
+    "RETURNING r.app, r.user_id, r.namespace, r.key, r.revision, r.created_at, r.updated_at";
 
 /// Scope and key, then content, metadata, source and expiry, then the record's bytes and the
 /// two quotas as text (empty for none): what an unconditional or `create_only` `put` binds.
@@ -96,7 +124,91 @@ impl Statements {
             with = quotas("$10", "$11")
         );
         let returning = "RETURNING revision, created_at, updated_at";
+        // The batch forms: $1..$4 arrays of scope and key, then arrays of the values, one
+        // element per write; each element keeps its own condition and yields its own row,
+        // named by scope and key (a batch never holds one key twice). Rows are written in
+        // the order of the arrays, which the batch sorts, so two batches lock in one order.
+        let record_arrays = "$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                             $6::jsonb[], $7::jsonb[], $8::timestamptz[]";
+        let upsert_batch = format!(
+            "{with} INSERT INTO {t} AS r \
+               (app, user_id, namespace, key, content, metadata, source, revision, \
+                created_at, updated_at, expires_at, bytes) \
+             SELECT i.app, i.user_id, i.namespace, i.key, i.content, i.metadata, i.source, \
+                    nextval('{seq}'), now(), now(), i.expires_at, i.bytes \
+             FROM quota, unnest({record_arrays}, $9::bigint[]) WITH ORDINALITY \
+               AS i(app, user_id, namespace, key, content, metadata, source, expires_at, \
+                    bytes, n) \
+             WHERE quota.r IS NOT NULL AND quota.b IS NOT NULL ORDER BY i.n \
+             ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
+               content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
+               source = EXCLUDED.source, revision = EXCLUDED.revision, \
+               created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
+                                 ELSE r.created_at END, \
+               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, \
+               bytes = EXCLUDED.bytes",
+            with = quotas("$10", "$11")
+        );
+        let matches = "r.app = i.app AND r.user_id = i.user_id AND r.namespace = i.namespace \
+                       AND r.key = i.key";
+        let live = "(r.expires_at IS NULL OR r.expires_at > now())";
+        let put_always_batch =
+            Statement::new(format!("{upsert_batch} {RETURNING_BATCH}"), &PUT_BATCH);
+        let put_create_only_batch = Statement::new(
+            format!("{upsert_batch} WHERE r.expires_at <= now() {RETURNING_BATCH}"),
+            &PUT_BATCH,
+        );
+        // $9 the expected revisions, $10 the bytes, $11 and $12 the quotas.
+        let put_expected_batch = Statement::new(
+            format!(
+                "{with} UPDATE {t} AS r SET content = i.content, metadata = i.metadata, \
+                   source = i.source, expires_at = i.expires_at, revision = nextval('{seq}'), \
+                   updated_at = now(), bytes = i.bytes \
+                 FROM quota, unnest({record_arrays}, $9::bigint[], $10::bigint[]) \
+                   WITH ORDINALITY AS i(app, user_id, namespace, key, content, metadata, \
+                                        source, expires_at, expected, bytes, n) \
+                 WHERE {matches} AND r.revision = i.expected AND {live} \
+                   AND quota.r IS NOT NULL AND quota.b IS NOT NULL {RETURNING_BATCH}",
+                with = quotas("$11", "$12")
+            ),
+            &[
+                TEXTS,
+                TEXTS,
+                TEXTS,
+                TEXTS,
+                TEXTS,
+                Type::JSONB_ARRAY,
+                Type::JSONB_ARRAY,
+                Type::TIMESTAMPTZ_ARRAY,
+                Type::INT8_ARRAY,
+                Type::INT8_ARRAY,
+                TEXT,
+                TEXT,
+            ],
+        );
+        let delete_batch = Statement::new(
+            format!(
+                "DELETE FROM {t} AS r USING unnest($1::text[], $2::text[], $3::text[], \
+                   $4::text[]) AS i(app, user_id, namespace, key) \
+                 WHERE {matches} RETURNING r.app, r.user_id, r.namespace, r.key, {live}"
+            ),
+            &[TEXTS, TEXTS, TEXTS, TEXTS],
+        );
+        let delete_expected_batch = Statement::new(
+            format!(
+                "DELETE FROM {t} AS r USING unnest($1::text[], $2::text[], $3::text[], \
+                   $4::text[], $5::bigint[]) AS i(app, user_id, namespace, key, expected) \
+                 WHERE {matches} AND r.revision = i.expected AND {live} \
+                 RETURNING r.app, r.user_id, r.namespace, r.key"
+            ),
+            &[TEXTS, TEXTS, TEXTS, TEXTS, Type::INT8_ARRAY],
+        );
         Self {
+            put_always_batch,
+            put_create_only_batch,
+            put_expected_batch,
+            delete_batch,
+            delete_expected_batch,
             put_always: Statement::new(format!("{upsert} {returning}"), &PUT),
             // The existing row is replaced only when it has expired; a live one means Conflict.
             put_create_only: Statement::new(
@@ -234,7 +346,7 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 16] {
+    pub(crate) fn all(&self) -> [&Statement; 21] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -252,6 +364,11 @@ impl Statements {
             &self.namespaces_first,
             &self.namespaces_after,
             &self.purge,
+            &self.put_always_batch,
+            &self.put_create_only_batch,
+            &self.put_expected_batch,
+            &self.delete_batch,
+            &self.delete_expected_batch,
         ]
     }
 }
