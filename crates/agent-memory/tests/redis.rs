@@ -104,8 +104,9 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     assert_eq!(store.delete_user(&app, "other").await.unwrap(), 1);
     assert_eq!(
         server.dbsize(),
-        keys_before - 4,
-        "the other user's record, index, namespace set and usage"
+        keys_before - 5,
+        "the other user's record, index, namespace set and usage, and the application's user \
+         index, now empty"
     );
     store.close().await.unwrap();
 }
