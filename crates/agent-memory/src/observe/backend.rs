@@ -8,7 +8,7 @@ use std::pin::Pin;
 
 use super::span::{self, Operation};
 use crate::error::Result;
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -75,6 +75,11 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
         user_id: &str,
         page: PageRequest,
     ) -> impl Future<Output = Result<NamespacePage>> + Send;
+    fn list_users(
+        &self,
+        application_id: &str,
+        page: PageRequest,
+    ) -> impl Future<Output = Result<UserPage>> + Send;
     fn purge_expired(
         &self,
         scope: &MemoryScope,
@@ -174,6 +179,11 @@ impl<T: Backend> MemoryStore for T {
             page: PageRequest
         ) -> NamespacePage;
         Operation::ListNamespaces, Some((application_id, user_id).into())
+    }
+
+    observed! {
+        fn list_users<'a>(&'s self, application_id: &'a str, page: PageRequest) -> UserPage;
+        Operation::ListUsers, Some(span::Ids::application(application_id))
     }
 
     observed! {
