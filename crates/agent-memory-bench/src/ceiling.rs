@@ -10,6 +10,9 @@
 //! each record of the page, filtered by the query for search) over 2,000 scopes of 11 records
 //! as the workload's are after `put_new`. The scripts are
 //! compiled into the binary, so a run never depends on files outside the crate.
+//!
+//! SQLite runs the provider's statements on bare rusqlite connections, one per client thread
+//! ([`crate::sqlite_ceiling`]).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -850,7 +853,7 @@ mod tests {
     }
 
     #[test]
-    fn every_standard_phase_has_a_ceiling_on_the_server_providers() {
+    fn every_standard_phase_has_a_ceiling_on_every_stored_provider() {
         for phase in Phase::STANDARD {
             assert!(test_for("postgres", phase).is_some());
             assert!(test_for("redis", phase).is_some());
