@@ -10,6 +10,9 @@
 //! each record of the page, filtered by the query for search) over 2,000 scopes of 11 records
 //! as the workload's are after `put_new`. The scripts are
 //! compiled into the binary, so a run never depends on files outside the crate.
+//!
+//! SQLite runs the provider's statements on bare rusqlite connections, one per client thread
+//! ([`crate::sqlite_ceiling`]).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -17,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::sqlite_ceiling::SqliteSession;
 use crate::target::{pg_admin_url, redis_admin_url, redis_parts, redis_tls_files, RedisTlsFiles};
 use crate::workload::{self, Phase};
 
@@ -51,7 +55,7 @@ const REDIS_PAGE_RECORDS: usize = 11;
 /// One ceiling measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct CeilingResult {
-    /// `pgbench` or `redis-benchmark`.
+    /// `pgbench`, `redis-benchmark` or `rusqlite`.
     pub tool: &'static str,
     /// The script or command: `get`, `put_new`, … for pgbench; `GET`, `SET`, `HSET`, `EVALSHA`.
     pub test: String,
@@ -87,6 +91,11 @@ pub fn test_for(provider: &str, phase: Phase) -> Option<&'static str> {
         ("redis", Phase::List) => Some("PAGE"),
         ("redis", Phase::Search) => Some("SEARCH"),
         ("redis", p) if Phase::STANDARD.contains(&p) => Some("EVALSHA"),
+        ("sqlite", Phase::PutNew) => Some("put_new"),
+        ("sqlite", Phase::Get) => Some("get"),
+        ("sqlite", Phase::PutUpdate) => Some("put_update"),
+        ("sqlite", Phase::List) => Some("list"),
+        ("sqlite", Phase::Delete) => Some("delete"),
         _ => None,
     }
 }
@@ -94,9 +103,9 @@ pub fn test_for(provider: &str, phase: Phase) -> Option<&'static str> {
 /// Settings for a ceiling run.
 #[derive(Debug, Clone)]
 pub struct CeilingOptions {
-    /// pgbench `-T`.
+    /// pgbench `-T`, and the seconds of each SQLite ceiling test.
     pub pg_seconds: u64,
-    /// Rows in the delete script's scratch pool.
+    /// Rows in the delete script's scratch pool (PostgreSQL and SQLite).
     pub pg_delete_pool: u64,
     /// redis-benchmark `-n`.
     pub redis_requests: u64,
@@ -254,6 +263,8 @@ pub enum Session {
     Postgres(PgSession),
     /// redis-benchmark against the ceiling keys.
     Redis(RedisSession),
+    /// Bare rusqlite connections to a scratch database beside the store's file.
+    Sqlite(SqliteSession),
 }
 
 /// The PostgreSQL side of a [`Session`].
@@ -321,6 +332,15 @@ impl Session {
                 })))
             }
             "redis" => Ok(Some(Session::Redis(redis_prepare(url, log).await?))),
+            "sqlite" => {
+                log(&format!(
+                    "ceiling: loading a scratch SQLite database and a delete pool of {} rows",
+                    options.pg_delete_pool
+                ));
+                let pool = options.pg_delete_pool;
+                let session = tokio::task::block_in_place(|| SqliteSession::prepare(url, pool))?;
+                Ok(Some(Session::Sqlite(session)))
+            }
             _ => Ok(None),
         }
     }
@@ -339,13 +359,20 @@ impl Session {
         match self {
             Session::Postgres(pg) => pg.run(test, concurrency, options, log).await,
             Session::Redis(r) => r.run(test, concurrency, options, log).await,
+            Session::Sqlite(s) => {
+                log(&format!(
+                    "ceiling: rusqlite {test} on {concurrency} threads for {}s",
+                    options.pg_seconds
+                ));
+                tokio::task::block_in_place(|| s.run(test, concurrency, options.pg_seconds))
+            }
         }
     }
 
     /// The tests measured once at the end for context (Redis: plain GET, SET, HSET).
     pub fn context_tests(&self) -> &'static [&'static str] {
         match self {
-            Session::Postgres(_) => &[],
+            Session::Postgres(_) | Session::Sqlite(_) => &[],
             Session::Redis(_) => &["GET", "SET", "HSET"],
         }
     }
@@ -361,6 +388,11 @@ impl Session {
                 pg_drop(&pg.url).await
             }
             Session::Redis(mut r) => redis_clean(&mut r.con).await,
+            // Dropping the session removes its files.
+            Session::Sqlite(s) => {
+                drop(s);
+                Ok(())
+            }
         }
     }
 }
@@ -821,10 +853,11 @@ mod tests {
     }
 
     #[test]
-    fn every_standard_phase_has_a_ceiling_on_the_server_providers() {
+    fn every_standard_phase_has_a_ceiling_on_every_stored_provider() {
         for phase in Phase::STANDARD {
             assert!(test_for("postgres", phase).is_some());
             assert!(test_for("redis", phase).is_some());
+            assert!(test_for("sqlite", phase).is_some());
         }
         assert!(test_for("memory", Phase::Get).is_none());
     }

@@ -55,11 +55,12 @@ struct Cli {
     #[arg(long)]
     ceiling: bool,
 
-    /// pgbench `-T` per script.
+    /// pgbench `-T` per script, and the seconds of each SQLite ceiling test.
     #[arg(long, default_value_t = 15)]
     ceiling_seconds: u64,
 
-    /// Rows in pgbench's delete pool (must outlast `-T` seconds of deletes).
+    /// Rows in the delete pool of pgbench and of the SQLite ceiling (must outlast `-T` seconds
+    /// of deletes).
     #[arg(long, default_value_t = 400_000)]
     ceiling_delete_pool: u64,
 

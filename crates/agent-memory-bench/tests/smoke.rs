@@ -102,6 +102,52 @@ fn smoke_run_on_memory_and_sqlite_with_scale() {
     assert!(of_kind(&run, "ceiling").is_empty(), "no ceiling exists for in-process stores");
 }
 
+/// SQLite with its ceiling (bare rusqlite connections beside the store's file) at one second
+/// per test.
+#[test]
+fn smoke_run_on_sqlite_with_ceiling() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
+    let run = run(&[
+        "--store",
+        &sqlite,
+        "--concurrency",
+        "1,4",
+        "--ceiling",
+        "--ceiling-seconds",
+        "1",
+        "--ceiling-delete-pool",
+        "5000",
+    ]);
+    assert_complete(&run, &["sqlite"], &[1, 4], &["smoke"]);
+    let ceilings = of_kind(&run, "ceiling");
+    for c in [1u64, 4] {
+        for test in ["put_new", "get", "put_update", "list", "delete"] {
+            assert!(
+                ceilings.iter().any(|r| r["provider"] == "sqlite"
+                    && r["tool"] == "rusqlite"
+                    && r["concurrency"] == c
+                    && r["test"] == test
+                    && r["after_phase"] == test
+                    && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)),
+                "missing ceiling sqlite {test} C={c}"
+            );
+        }
+    }
+    for p in of_kind(&run, "phase") {
+        if p["extra"] == false {
+            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("ceiling"))
+        .collect();
+    assert!(left.is_empty(), "the ceiling database is removed: {left:?}");
+}
+
 fn pgbench() -> String {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
