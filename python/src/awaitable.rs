@@ -21,7 +21,9 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 
-use agent_memory::{Fact, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, NamespacePage};
+use agent_memory::{
+    Fact, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, NamespacePage, UserPage,
+};
 use futures_util::FutureExt as _;
 use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
@@ -30,7 +32,7 @@ use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt as _;
 
 use crate::errors::{panicked, to_py};
-use crate::types::{PyCleanupPage, PyFact, PyNamespacePage, PyPage, PyRecord};
+use crate::types::{PyCleanupPage, PyFact, PyNamespacePage, PyPage, PyRecord, PyUserPage};
 
 /// A successful answer of the core, before it becomes a Python value.
 pub(crate) enum Reply {
@@ -41,6 +43,7 @@ pub(crate) enum Reply {
     Page(MemoryPage),
     Cleanup(MemoryCleanupPage),
     Namespaces(NamespacePage),
+    Users(UserPage),
     Fact(Fact),
     Facts(Vec<Fact>),
     /// A memory tool command's result text, and whether it is an error for the model.
@@ -86,6 +89,7 @@ impl Outcome {
             Reply::Page(page) => PyPage::from_core(py, page)?.into_py_any(py),
             Reply::Cleanup(page) => PyCleanupPage::from_core(page).into_py_any(py),
             Reply::Namespaces(page) => PyNamespacePage::from_core(py, page)?.into_py_any(py),
+            Reply::Users(page) => PyUserPage::from_core(py, page)?.into_py_any(py),
             Reply::Fact(fact) => PyFact::from(fact).into_py_any(py),
             Reply::Facts(facts) => {
                 let facts = facts

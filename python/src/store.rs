@@ -376,6 +376,23 @@ impl NativeStore {
         })
     }
 
+    #[pyo3(signature = (application_id, limit = 20, after = None))]
+    fn list_users<'py>(
+        &self,
+        py: Python<'py>,
+        application_id: &Bound<'py, PyAny>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let application_id = convert::text(application_id, "application_id")?;
+        let store = Arc::clone(&self.store);
+        run(
+            py,
+            async move { store.list_users(&application_id, page).await.map(Reply::Users).into() },
+        )
+    }
+
     #[pyo3(signature = (scope, limit = 100, after = None))]
     fn purge_expired<'py>(
         &self,

@@ -1,11 +1,13 @@
 //! [`InMemoryStore`], the process-local provider for tests and single-process programs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{
+    CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::provider::{
     self, key_cursor, search_contains, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
 };
@@ -62,8 +64,50 @@ pub struct InMemoryStore {
 /// user holds in all.
 ///
 /// One hash lookup finds a user, by borrowed ids; namespaces and keys are ordered maps because
-/// listing pages them in byte order.
-type Users = hashbrown::HashMap<UserKey, Held>;
+/// listing pages them in byte order. Beside them, each application's user ids in byte order,
+/// for `list_users`: an entry exists exactly while the user's [`Held`] does.
+#[derive(Debug, Default)]
+struct Users {
+    held: hashbrown::HashMap<UserKey, Held>,
+    by_application: hashbrown::HashMap<Box<str>, BTreeSet<Box<str>>>,
+}
+
+impl Users {
+    fn get(&self, ids: &UserIds<'_>) -> Option<&Held> {
+        self.held.get(ids)
+    }
+
+    fn get_mut(&mut self, ids: &UserIds<'_>) -> Option<&mut Held> {
+        self.held.get_mut(ids)
+    }
+
+    /// The user's entry, created (and indexed) when it is new.
+    fn ensure(&mut self, ids: &UserIds<'_>) -> &mut Held {
+        if !self.held.contains_key(ids) {
+            match self.by_application.get_mut(ids.application_id) {
+                Some(users) => {
+                    users.insert(ids.user_id.into());
+                }
+                None => {
+                    let users = BTreeSet::from([Box::from(ids.user_id)]);
+                    self.by_application.insert(ids.application_id.into(), users);
+                }
+            }
+        }
+        self.held.entry_ref(ids).or_default()
+    }
+
+    fn remove(&mut self, ids: &UserIds<'_>) -> Option<Held> {
+        let held = self.held.remove(ids)?;
+        if let Some(users) = self.by_application.get_mut(ids.application_id) {
+            users.remove(ids.user_id);
+            if users.is_empty() {
+                self.by_application.remove(ids.application_id);
+            }
+        }
+        Some(held)
+    }
+}
 
 /// Everything one application user holds, and its [`Usage`] for quotas, kept up to date by
 /// every write and removal under the same lock.
@@ -375,7 +419,7 @@ impl crate::observe::Backend for InMemoryStore {
         let ids = UserIds::of(scope);
         let ns = scope.namespace_or_empty();
         let mut users = self.write()?;
-        let held = users.entry_ref(&ids).or_default();
+        let held = users.ensure(&ids);
         let (namespaces, usage) = (&mut held.namespaces, &mut held.usage);
         // Look up before inserting, so writing to an existing namespace allocates no name.
         if !namespaces.contains_key(ns) {
@@ -570,6 +614,22 @@ impl crate::observe::Backend for InMemoryStore {
             .map(|(name, _)| name.clone())
             .take(page.limit + 1);
         provider::namespace_page(PROVIDER, application_id, user_id, page.limit, names)
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        let page = page.user_page(application_id)?;
+        let users = self.read()?;
+        let Some(ids) = users.by_application.get(application_id) else {
+            return Ok(UserPage { items: Vec::new(), next_cursor: None });
+        };
+        use std::ops::Bound::{Excluded, Unbounded};
+        let start = match page.after.as_deref() {
+            Some(user) => Excluded(user),
+            None => Unbounded,
+        };
+        let ids =
+            ids.range::<str, _>((start, Unbounded)).map(|id| id.to_string()).take(page.limit + 1);
+        provider::user_page(PROVIDER, application_id, page.limit, ids)
     }
 
     async fn purge_expired(

@@ -143,6 +143,36 @@ impl PageRequest {
         };
         Ok(NamePage { limit: self.limit, after })
     }
+
+    /// Checks this request for a page of one application's users: the application id, the
+    /// limit, and that the cursor came from `list_users` for the same application.
+    ///
+    /// ```
+    /// use agent_memory::provider::user_cursor;
+    /// use agent_memory::PageRequest;
+    ///
+    /// let page = PageRequest::new(5).after(user_cursor("app", "user-1"));
+    /// assert_eq!(page.user_page("app")?.after.as_deref(), Some("user-1"));
+    /// assert!(page.user_page("app2").is_err());
+    /// assert!(PageRequest::new(5).prefix("u").user_page("app").is_err());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `limit`, `prefix` (users
+    /// take none) or `cursor`.
+    pub fn user_page(&self, application_id: &str) -> Result<NamePage> {
+        validation::id("application_id", application_id)?;
+        validation::limit(self.limit)?;
+        if !self.prefix.is_empty() {
+            return Err(MemoryError::invalid("prefix", "applies to list only"));
+        }
+        let after = match &self.after {
+            Some(cursor) => Some(cursor.user_position(application_id)?),
+            None => None,
+        };
+        Ok(NamePage { limit: self.limit, after })
+    }
 }
 
 /// A checked page request over one scope's keys, from [`PageRequest::key_page`].
@@ -216,14 +246,14 @@ fn prefix_end(prefix: &str) -> Option<String> {
     Some(end)
 }
 
-/// A checked page request over names (the namespaces of one application user), from
-/// [`PageRequest::namespace_page`].
+/// A checked page request over names (the namespaces of one application user, or the users
+/// of one application), from [`PageRequest::namespace_page`] or [`PageRequest::user_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePage {
     /// How many names at most, 1 through 100.
     pub limit: usize,
-    /// The name to continue after (the empty string for the default namespace); `None` starts
-    /// at the first.
+    /// The name to continue after (the empty string for the default namespace; a user id for
+    /// users); `None` starts at the first.
     pub after: Option<String>,
 }
 
@@ -264,6 +294,19 @@ pub struct NamespacePage {
     pub next_cursor: Option<Cursor>,
 }
 
+/// A page of user ids from [`list_users`](crate::MemoryStore::list_users), in ascending byte
+/// order.
+///
+/// Pass `next_cursor` back as [`PageRequest::after`] until it is `None`, even when `items` is
+/// short or empty: a provider may stop early and still say that more may follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPage {
+    /// The ids of the application's users that hold at least one record.
+    pub items: Vec<String>,
+    /// Where the next page starts; `None` when nothing is left.
+    pub next_cursor: Option<Cursor>,
+}
+
 /// The operation a cursor continues; a cursor works only for the operation and scope that
 /// produced it. For providers: see [`crate::provider`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,6 +320,9 @@ pub enum CursorKind {
     /// [`list_namespaces`](crate::MemoryStore::list_namespaces): the position is a namespace
     /// (empty for the default one).
     Namespaces,
+    /// [`list_users`](crate::MemoryStore::list_users): the position is a user id, and the
+    /// cursor is bound to the application.
+    Users,
 }
 
 impl CursorKind {
@@ -286,6 +332,7 @@ impl CursorKind {
             CursorKind::Search => b's',
             CursorKind::Purge => b'p',
             CursorKind::Namespaces => b'n',
+            CursorKind::Users => b'u',
         }
     }
 }
@@ -347,6 +394,12 @@ impl Cursor {
         Self::encode(CursorKind::Namespaces, user_tag(application_id, user_id), position)
     }
 
+    /// A [`CursorKind::Users`] cursor for one application, positioned after the user id
+    /// `position`.
+    pub(crate) fn for_application(application_id: &str, position: &str) -> Self {
+        Self::encode(CursorKind::Users, application_tag(application_id), position)
+    }
+
     fn encode(kind: CursorKind, tag: u64, position: &str) -> Self {
         let mut bytes = Vec::with_capacity(CURSOR_HEADER + position.len());
         bytes.push(CURSOR_VERSION);
@@ -401,6 +454,18 @@ impl Cursor {
         Ok(position)
     }
 
+    /// The user id a [`CursorKind::Users`] cursor continues after, checked against the
+    /// application.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) when the cursor is malformed or came from another
+    /// operation or application.
+    pub(crate) fn user_position(&self, application_id: &str) -> Result<String> {
+        let position = self.checked(CursorKind::Users, application_tag(application_id))?;
+        validation::id("user_id", &position).map_err(|_| malformed())?;
+        Ok(position)
+    }
+
     fn checked(&self, kind: CursorKind, tag: u64) -> Result<String> {
         let (found_kind, found_tag, position) = decode(&self.0)?;
         if found_kind != kind.byte() {
@@ -408,6 +473,9 @@ impl Cursor {
         }
         if found_tag != tag && kind == CursorKind::List {
             return Err(MemoryError::invalid("cursor", "belongs to another scope or prefix"));
+        }
+        if found_tag != tag && kind == CursorKind::Users {
+            return Err(MemoryError::invalid("cursor", "belongs to another application"));
         }
         if found_tag != tag {
             return Err(MemoryError::invalid("cursor", "belongs to another scope"));
@@ -429,7 +497,7 @@ fn decode(token: &str) -> Result<(u8, u64, String)> {
         return Err(malformed());
     }
     let kind = bytes[1];
-    if ![b'l', b's', b'p', b'n'].contains(&kind) {
+    if ![b'l', b's', b'p', b'n', b'u'].contains(&kind) {
         return Err(malformed());
     }
     let mut tag = [0u8; 8];
@@ -475,6 +543,10 @@ fn scope_tag(kind: CursorKind, scope: &MemoryScope, prefix: &str) -> u64 {
 
 fn user_tag(application_id: &str, user_id: &str) -> u64 {
     tag_of(&[&[CursorKind::Namespaces.byte()], application_id.as_bytes(), user_id.as_bytes()])
+}
+
+fn application_tag(application_id: &str) -> u64 {
+    tag_of(&[&[CursorKind::Users.byte()], application_id.as_bytes()])
 }
 
 impl fmt::Debug for Cursor {

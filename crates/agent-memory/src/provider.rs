@@ -13,6 +13,8 @@
 //! | check a page of namespaces | [`PageRequest::namespace_page`](crate::PageRequest::namespace_page), giving a [`NamePage`] |
 //! | reply with records | [`PageBuilder::for_page`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
+//! | check a page of users | [`PageRequest::user_page`](crate::PageRequest::user_page), giving a [`NamePage`] |
+//! | reply with users | [`user_page`] from the stored user ids, one more than the limit when more follow; [`user_cursor`] after the last id inspected when a page stops early |
 //! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
 //! | bound and match a `search` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]), [`search_contains`] for the match, [`search_prefilter`] for a datastore whose own substring function is not linear |
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
@@ -45,7 +47,7 @@
 //! ```
 
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, MemoryPage, NamespacePage};
+use crate::page::{Cursor, MemoryPage, NamespacePage, UserPage};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -67,6 +69,11 @@ pub fn key_cursor(kind: CursorKind, scope: &MemoryScope, position: &str) -> Curs
 /// `position` (the empty string for the default namespace).
 pub fn namespace_cursor(application_id: &str, user_id: &str, position: &str) -> Cursor {
     Cursor::for_user(application_id, user_id, position)
+}
+
+/// A `list_users` cursor for one application, continuing after the user id `position`.
+pub fn user_cursor(application_id: &str, position: &str) -> Cursor {
+    Cursor::for_application(application_id, position)
 }
 
 /// Collects one page of records read in ascending key order.
@@ -194,4 +201,44 @@ pub fn namespace_page(
         _ => None,
     };
     Ok(NamespacePage { items, next_cursor })
+}
+
+/// A page of one application's user ids from the stored ids in ascending byte order,
+/// over-fetched by one: an id after the first `limit` means more follow.
+///
+/// ```
+/// use agent_memory::provider::user_page;
+/// use agent_memory::PageRequest;
+///
+/// let ids = ["a", "b", "c"].map(String::from);
+/// let page = user_page("example", "app", 2, ids)?;
+/// assert_eq!(page.items, ["a", "b"]);
+/// let next = PageRequest::new(2).after(page.next_cursor.expect("more follow"));
+/// assert_eq!(next.user_page("app")?.after.as_deref(), Some("b"));
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// ```
+///
+/// # Errors
+/// [`Invalid`](MemoryError::Invalid) naming `application_id` for a bad application id;
+/// [`Storage`](MemoryError::Storage) from `provider` when a stored id is not a valid user id
+/// (the datastore holds something this crate could not have written).
+pub fn user_page(
+    provider: &'static str,
+    application_id: &str,
+    limit: usize,
+    ids: impl IntoIterator<Item = String>,
+) -> Result<UserPage> {
+    crate::validation::id("application_id", application_id)?;
+    let mut ids = ids.into_iter();
+    let mut items = Vec::with_capacity(limit.min(128));
+    for id in ids.by_ref().take(limit) {
+        crate::validation::id("user_id", &id)
+            .map_err(|_| MemoryError::storage(provider, "a stored user id is unreadable"))?;
+        items.push(id);
+    }
+    let next_cursor = match items.last() {
+        Some(last) if ids.next().is_some() => Some(user_cursor(application_id, last)),
+        _ => None,
+    };
+    Ok(UserPage { items, next_cursor })
 }

@@ -1,7 +1,7 @@
 //! The [`MemoryStore`] trait every provider implements.
 
 use crate::error::Result;
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::write::MemoryWrite;
@@ -190,6 +190,23 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         user_id: &str,
         page: PageRequest,
     ) -> Result<NamespacePage>;
+
+    /// Pages the ids of one application's users that physically hold at least one record,
+    /// expired ones included, in ascending byte order.
+    ///
+    /// # Behavior
+    /// - Trusted maintenance only, like `delete_user`: never expose it as a model tool or an
+    ///   MCP tool, since it names every user of the application.
+    /// - A user whose records have all expired is listed until they are swept; a user is
+    ///   gone from the listing after `delete_user`.
+    /// - Users of other applications are never listed; `page.prefix` must be empty.
+    /// - Each call costs a bounded amount of work whatever the store holds. A page may hold
+    ///   fewer than `page.limit` ids (even none) and still come with a cursor: pass
+    ///   `next_cursor` back until it is `None`.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad application id, limit, prefix or cursor; `Storage`.
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage>;
 
     /// Inspects at most `page.limit` keys of one namespace in ascending order and physically
     /// removes the expired ones.

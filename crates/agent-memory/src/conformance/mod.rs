@@ -3,7 +3,7 @@
 //! Each case is a `pub async fn(Harness)` in [`cases`] that checks one rule of the contract
 //! (the "Semantics" of the design, and the `# Behavior` lists on [`MemoryStore`]). The cases
 //! are grouped by concern: basics, isolation, conditional writes (cas), expiry, paging, search,
-//! erasure, namespaces, key prefix, limits, hostile input, concurrency, replicas, and the
+//! erasure, namespaces, users, key prefix, limits, hostile input, concurrency, replicas, and the
 //! [`Facts`](crate::Facts) and [`ScopedMemory`](crate::ScopedMemory) layers over a store.
 //!
 //! # Running it against a provider
@@ -358,6 +358,7 @@ mod quotas;
 mod replicas;
 mod scoped;
 mod search;
+mod users;
 
 /// Every case, by concern. Each is a `pub async fn(Harness)`; [`CASE_NAMES`] lists them all.
 pub mod cases {
@@ -377,6 +378,7 @@ pub mod cases {
     pub use super::replicas::*;
     pub use super::scoped::*;
     pub use super::search::*;
+    pub use super::users::*;
 }
 
 /// The name of every case in [`cases`], in the order
@@ -500,6 +502,15 @@ macro_rules! __conformance_case_list {
             list_namespaces_pages_with_limit_one,
             list_namespaces_is_empty_for_unknown_user,
             list_namespaces_validates_ids,
+            // users
+            list_users_orders_ids_by_bytes,
+            list_users_pages_with_limit_one,
+            list_users_includes_expired_only_users,
+            list_users_omits_erased_users,
+            list_users_includes_users_with_only_named_namespaces,
+            list_users_never_lists_other_applications,
+            list_users_is_empty_for_an_empty_application,
+            list_users_validates_input,
             // limits
             key_length_limit_counts_bytes,
             empty_key_is_invalid,

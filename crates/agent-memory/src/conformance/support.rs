@@ -113,6 +113,34 @@ pub(crate) async fn namespaces_all(
     panic!("list_namespaces still returned a cursor after {MAX_PAGES} pages: cursors must advance")
 }
 
+/// Every user id of one application, following `list_users` cursors (through short or empty
+/// pages) until `next_cursor` is `None`.
+pub(crate) async fn users_all(
+    store: &dyn MemoryStore,
+    application_id: &str,
+    limit: usize,
+) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut page = PageRequest::new(limit);
+    for _ in 0..MAX_PAGES {
+        let result = store
+            .list_users(application_id, page.clone())
+            .await
+            .unwrap_or_else(|e| panic!("list_users(limit {limit}) failed: {e:?}"));
+        assert!(
+            result.items.len() <= limit,
+            "list_users returned {} users for limit {limit}",
+            result.items.len()
+        );
+        all.extend(result.items);
+        match result.next_cursor {
+            Some(cursor) => page = page.after(cursor),
+            None => return all,
+        }
+    }
+    panic!("list_users still returned a cursor after {MAX_PAGES} pages: cursors must advance")
+}
+
 /// Sweeps `scope` with `purge_expired` until no cursor is left; returns the total deleted and
 /// the number of calls.
 pub(crate) async fn purge_all(

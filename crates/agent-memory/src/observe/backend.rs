@@ -7,7 +7,7 @@ use std::future::Future;
 
 use super::span::{self, Operation};
 use crate::error::Result;
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -74,6 +74,11 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
         user_id: &str,
         page: PageRequest,
     ) -> impl Future<Output = Result<NamespacePage>> + Send;
+    fn list_users(
+        &self,
+        application_id: &str,
+        page: PageRequest,
+    ) -> impl Future<Output = Result<UserPage>> + Send;
     fn purge_expired(
         &self,
         scope: &MemoryScope,
@@ -154,6 +159,12 @@ impl<T: Backend> MemoryStore for T {
         let ids = Some((application_id, user_id).into());
         let run = Backend::list_namespaces(self, application_id, user_id, page);
         span::observe(self, Operation::ListNamespaces, ids, run).await
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        let ids = Some(span::Ids::application(application_id));
+        let run = Backend::list_users(self, application_id, page);
+        span::observe(self, Operation::ListUsers, ids, run).await
     }
 
     async fn purge_expired(

@@ -33,11 +33,14 @@ pub fn record_hashed_ids(key: Option<&[u8]>) -> Result<()> {
 }
 
 /// Records the hashed ids on `span` when that was asked for.
-pub(crate) fn record(span: &Span, application_id: &str, user_id: &str) {
+/// An operation over a whole application (`list_users`) has no `user_id`.
+pub(crate) fn record(span: &Span, application_id: &str, user_id: Option<&str>) {
     let key = KEY.read().unwrap_or_else(PoisonError::into_inner).clone();
     if let Some(key) = key {
         span.record("agent_memory.application_id.hash", hash(&key, application_id).as_str());
-        span.record("agent_memory.user_id.hash", hash(&key, user_id).as_str());
+        if let Some(user_id) = user_id {
+            span.record("agent_memory.user_id.hash", hash(&key, user_id).as_str());
+        }
     }
 }
 

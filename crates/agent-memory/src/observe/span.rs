@@ -8,7 +8,7 @@ use tracing::{Instrument, Span};
 use super::backend::Telemetry;
 use super::{ids, metrics};
 use crate::error::{MemoryError, Result};
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage};
+use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, UserPage};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -25,6 +25,7 @@ pub(crate) enum Operation {
     DeleteAll,
     DeleteUser,
     ListNamespaces,
+    ListUsers,
     PurgeExpired,
 }
 
@@ -42,6 +43,7 @@ impl Operation {
             Self::DeleteAll => "delete_all",
             Self::DeleteUser => "delete_user",
             Self::ListNamespaces => "list_namespaces",
+            Self::ListUsers => "list_users",
             Self::PurgeExpired => "purge_expired",
         }
     }
@@ -51,18 +53,26 @@ impl Operation {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ids<'a> {
     application_id: &'a str,
-    user_id: &'a str,
+    /// `None` for an operation over a whole application (`list_users`).
+    user_id: Option<&'a str>,
+}
+
+impl<'a> Ids<'a> {
+    /// The ids of an operation over every user of one application.
+    pub(crate) fn application(application_id: &'a str) -> Self {
+        Self { application_id, user_id: None }
+    }
 }
 
 impl<'a> From<&'a MemoryScope> for Ids<'a> {
     fn from(scope: &'a MemoryScope) -> Self {
-        Self { application_id: scope.application_id(), user_id: scope.user_id() }
+        Self { application_id: scope.application_id(), user_id: Some(scope.user_id()) }
     }
 }
 
 impl<'a> From<(&'a str, &'a str)> for Ids<'a> {
     fn from((application_id, user_id): (&'a str, &'a str)) -> Self {
-        Self { application_id, user_id }
+        Self { application_id, user_id: Some(user_id) }
     }
 }
 
@@ -100,6 +110,7 @@ fn span_for(operation: Operation, system: &'static str) -> Span {
         Operation::DeleteAll => store_span!("delete_all", system),
         Operation::DeleteUser => store_span!("delete_user", system),
         Operation::ListNamespaces => store_span!("list_namespaces", system),
+        Operation::ListUsers => store_span!("list_users", system),
         Operation::PurgeExpired => store_span!("purge_expired", system),
     }
 }
@@ -168,7 +179,7 @@ fn record<T>(span: &Span, result: &Result<T>, counts: &Counts) {
 /// What an operation's result says in numbers: never its content.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counts {
-    /// Records (or namespaces) returned.
+    /// Records (or namespaces, or user ids) returned.
     pub(crate) returned: Option<u64>,
     /// Records removed.
     pub(crate) deleted: Option<u64>,
@@ -214,6 +225,16 @@ impl Summary for MemoryPage {
 }
 
 impl Summary for NamespacePage {
+    fn counts(&self) -> Counts {
+        Counts {
+            returned: count(self.items.len()),
+            more: Some(self.next_cursor.is_some()),
+            ..Counts::default()
+        }
+    }
+}
+
+impl Summary for UserPage {
     fn counts(&self) -> Counts {
         Counts {
             returned: count(self.items.len()),

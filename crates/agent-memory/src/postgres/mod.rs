@@ -32,7 +32,9 @@ use self::statements::Statements;
 pub use self::tls::SslMode;
 use self::tls::Tls;
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{
+    Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::provider::{self, key_cursor, search_contains, search_prefilter, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -393,6 +395,16 @@ impl crate::observe::Backend for PostgresMemoryStore {
         let rows = client.query(sql, &[&application_id, &user_id, &start, &fetch]).await?;
         let names = rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
         provider::namespace_page(PROVIDER, application_id, user_id, page.limit, names)
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        let page = page.user_page(application_id)?;
+        let client = self.client().await?;
+        let after = page.after.as_deref().unwrap_or("");
+        let fetch = limit_param(page.limit + 1);
+        let rows = client.query(&self.sql.users, &[&application_id, &after, &fetch]).await?;
+        let ids = rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
+        provider::user_page(PROVIDER, application_id, page.limit, ids)
     }
 
     async fn purge_expired(

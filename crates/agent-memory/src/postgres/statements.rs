@@ -45,6 +45,7 @@ pub(crate) struct Statements {
     pub(crate) delete_user_batch: Statement,
     pub(crate) namespaces_first: Statement,
     pub(crate) namespaces_after: Statement,
+    pub(crate) users: Statement,
     pub(crate) purge: Statement,
 }
 
@@ -211,6 +212,8 @@ impl Statements {
             // A loose index scan: one index probe per namespace, whatever the record count.
             namespaces_first: namespaces(&t, ">="),
             namespaces_after: namespaces(&t, ">"),
+            // A loose index scan again: one index probe per user; see [`users`].
+            users: users(&t),
             // $4 after, $5 keys to inspect, $6 = $5 + 1.
             purge: Statement::new(
                 format!(
@@ -234,7 +237,7 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 16] {
+    pub(crate) fn all(&self) -> [&Statement; 17] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -251,6 +254,7 @@ impl Statements {
             &self.delete_user_batch,
             &self.namespaces_first,
             &self.namespaces_after,
+            &self.users,
             &self.purge,
         ]
     }
@@ -271,6 +275,25 @@ fn namespaces(t: &str, op: &str) -> Statement {
          SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT $4"
     );
     Statement::new(sql, &[TEXT, TEXT, TEXT, INT8])
+}
+
+/// $1 app, $2 the user id to continue after (`''` for the first page: user ids are never
+/// empty), $3 how many to return. Each step of the recursion is one probe of the primary key
+/// (`app = $1 AND user_id > previous`, the first row in index order), so a page costs `$3`
+/// probes however many records each user holds: never a `DISTINCT` over the table.
+fn users(t: &str) -> Statement {
+    let sql = format!(
+        "WITH RECURSIVE u AS ( \
+           (SELECT user_id FROM {t} WHERE app = $1 AND user_id > $2 ORDER BY user_id LIMIT 1) \
+           UNION ALL \
+           SELECT (SELECT n.user_id FROM {t} n \
+                   WHERE n.app = $1 AND n.user_id > u.user_id \
+                   ORDER BY n.user_id LIMIT 1) \
+           FROM u WHERE u.user_id IS NOT NULL \
+         ) \
+         SELECT user_id FROM u WHERE user_id IS NOT NULL LIMIT $3"
+    );
+    Statement::new(sql, &[TEXT, TEXT, INT8])
 }
 
 /// The parameters of a `list` with both ends: scope, start, rows to fetch, then the end.

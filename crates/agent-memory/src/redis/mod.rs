@@ -27,7 +27,9 @@ use self::error::{malformed_record, unexpected_reply, PROVIDER};
 use self::keys::{floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, ScopeKeys};
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{
+    CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::provider::{self, key_cursor, search_contains, search_prefilter};
 use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
 use crate::record::{MemoryRecord, Revision};
@@ -385,6 +387,11 @@ impl crate::observe::Backend for RedisMemoryStore {
             .arg(&prefix)
             .arg(self.options.erase_batch_size);
         self.erase_loop(&call).await
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        page.user_page(application_id)?;
+        Err(MemoryError::storage(PROVIDER, "list_users not supported"))
     }
 
     async fn list_namespaces(

@@ -18,7 +18,9 @@ pub use self::config::{SqliteMemoryStoreBuilder, Synchronous};
 use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest};
+use crate::page::{
+    CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::provider::SearchScan;
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -248,6 +250,12 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let page = page.namespace_page(application_id, user_id)?;
         let (app, user) = (application_id.to_owned(), user_id.to_owned());
         self.reading(move |conn| statements::list_namespaces(conn, &app, &user, &page)).await
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        let page = page.user_page(application_id)?;
+        let app = application_id.to_owned();
+        self.reading(move |conn| statements::list_users(conn, &app, &page)).await
     }
 
     async fn purge_expired(

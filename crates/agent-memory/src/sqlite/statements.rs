@@ -14,7 +14,9 @@ use super::codec::{
 use super::error::{storage, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
-use crate::page::{CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage};
+use crate::page::{
+    CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage, UserPage,
+};
 use crate::provider::{self, key_cursor, search_contains, PageBuilder, SearchScan};
 use crate::quota::{record_bytes, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Revision};
@@ -478,6 +480,32 @@ pub(super) fn list_namespaces(
     provider::namespace_page(PROVIDER, app, user, page.limit, names)
 }
 
+/// The next user id after `?2` that holds a record in application `?1`: one seek on the
+/// primary key, however many records the users before it hold.
+const NEXT_USER: &str = "SELECT user_id FROM memory_records WHERE app_id = ?1 AND user_id > ?2 \
+                         ORDER BY user_id LIMIT 1";
+
+/// Pages the users of one application that hold any record, expired ones included: a skip
+/// scan, one primary-key seek per user (at most `limit + 1`), never a scan of their records.
+/// `memory_usage` does not decide the listing: the records do.
+pub(super) fn list_users(conn: &Connection, app: &str, page: &NamePage) -> Result<UserPage> {
+    let what = "listing users failed";
+    let mut next = conn.prepare_cached(NEXT_USER).map_err(storage(what))?;
+    let mut ids: Vec<String> = Vec::with_capacity(page.limit + 1);
+    // User ids are never empty, so "" is before every one of them.
+    let mut position = page.after.clone().unwrap_or_default();
+    while ids.len() <= page.limit {
+        let found: Option<String> = next
+            .query_row(params![app, position], |row| row.get(0))
+            .optional()
+            .map_err(storage(what))?;
+        let Some(id) = found else { break };
+        position.clone_from(&id);
+        ids.push(id);
+    }
+    provider::user_page(PROVIDER, app, page.limit, ids)
+}
+
 /// Inspects at most `limit` keys after `after` and removes the expired ones among them.
 pub(super) fn purge_expired(
     conn: &Connection,
@@ -554,5 +582,20 @@ mod tests {
             );
             assert_eq!(plan, [expected], "after {after}, end {end}");
         }
+    }
+
+    /// Finding the next user is one seek on the primary key's first two columns.
+    #[test]
+    fn next_user_seeks_the_primary_key() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_RECORDS).unwrap();
+        let sql = format!("EXPLAIN QUERY PLAN {NEXT_USER}");
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(params!["app", "u"], |row| row.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(plan, ["SEARCH memory_records USING PRIMARY KEY (app_id=? AND user_id>?)"]);
     }
 }
