@@ -45,6 +45,7 @@ from ._native import (
     MemoryScope,
     MemorySource,
     NamespacePage,
+    UserPage,
 )
 from ._protocol import MemoryStore
 from ._stores import (
@@ -84,5 +85,6 @@ __all__ = [
     "RedisMemoryStore",
     "ScopedMemory",
     "SqliteMemoryStore",
+    "UserPage",
     "open_store",
 ]

@@ -11,6 +11,7 @@ from ._native import (
     MemoryScope,
     MemorySource,
     NamespacePage,
+    UserPage,
 )
 
 __all__ = ["MemoryStore", "SourceLike"]
@@ -90,6 +91,13 @@ class MemoryStore(Protocol):
     ) -> NamespacePage:
         """Every namespace of the user that holds a record (expired ones included), the
         default namespace first."""
+
+    async def list_users(
+        self, application_id: str, limit: int = 20, after: Optional[str] = None
+    ) -> UserPage:
+        """The ids of the application's users that hold a record (expired ones included), in
+        ascending byte order. Trusted maintenance only: never a model tool. A page may be
+        short and still have a ``next_cursor``: continue while it is set."""
 
     async def purge_expired(
         self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None

@@ -21,6 +21,7 @@ from ._native import (
     MemoryScope,
     MemorySource,
     NamespacePage,
+    UserPage,
 )
 from ._protocol import MemoryStore, SourceLike
 
@@ -116,6 +117,13 @@ class _NativeStore:
     ) -> NamespacePage:
         """The user's namespaces that hold records, the default namespace first."""
         return await self._native.list_namespaces(application_id, user_id, limit, after)
+
+    async def list_users(
+        self, application_id: str, limit: int = 20, after: Optional[str] = None
+    ) -> UserPage:
+        """The application's user ids that hold records, in byte order (trusted maintenance
+        only)."""
+        return await self._native.list_users(application_id, limit, after)
 
     async def purge_expired(
         self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None

@@ -10,6 +10,7 @@ package (one validation module, in Rust), instead of a copy of them:
 | check ``limit``, ``after`` and ``prefix`` of ``list`` / ``search`` / ``purge_expired`` | ``key_page(kind, scope, limit, after, prefix="")`` returns the key to continue after (``kind``: ``"list"``, ``"search"``, ``"purge"``; a prefix is for ``"list"`` only); the page holds the keys above it that start with ``prefix`` |
 | the ``next_cursor`` of such a page | ``key_cursor(kind, scope, last_key, prefix="")`` (the prefix binds the cursor to that listing) |
 | the same for ``list_namespaces`` | ``namespace_page(application_id, user_id, limit, after)``, ``namespace_cursor(application_id, user_id, last_namespace)`` (``""`` is the default namespace) |
+| the same for ``list_users`` | ``user_page(application_id, limit, after)``, ``user_cursor(application_id, last_user_id)`` |
 
 Each raises ``MemoryValidationError`` naming the field, with the core's message. Then run
 ``agent_memory.testing.MemoryStoreConformanceMixin`` against the store.
@@ -30,6 +31,8 @@ from ._native import (
     key_page,
     namespace_cursor,
     namespace_page,
+    user_cursor,
+    user_page,
 )
 
 __all__ = [
@@ -47,4 +50,6 @@ __all__ = [
     "key_page",
     "namespace_cursor",
     "namespace_page",
+    "user_cursor",
+    "user_page",
 ]

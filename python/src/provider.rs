@@ -134,6 +134,27 @@ fn namespace_cursor(application_id: &str, user_id: &str, namespace: &str) -> Str
     provider::namespace_cursor(application_id, user_id, namespace).into()
 }
 
+/// Checks the application id, `limit` and `after` of `list_users` and returns the user id to
+/// continue after, or `None` to start at the first.
+#[pyfunction]
+#[pyo3(signature = (application_id, limit, after = None))]
+fn user_page(
+    py: Python<'_>,
+    application_id: &str,
+    limit: i64,
+    after: Option<&str>,
+) -> PyResult<Option<String>> {
+    let request = page_arg(py, limit, after)?;
+    let page = request.user_page(application_id).map_err(|e| to_py(py, e))?;
+    Ok(page.after)
+}
+
+/// The cursor that continues `list_users` after `user_id`.
+#[pyfunction]
+fn user_cursor(application_id: &str, user_id: &str) -> String {
+    provider::user_cursor(application_id, user_id).into()
+}
+
 /// Adds the helpers and the core's limits to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_put, m)?)?;
@@ -144,6 +165,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(key_cursor, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_page, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_cursor, m)?)?;
+    m.add_function(wrap_pyfunction!(user_page, m)?)?;
+    m.add_function(wrap_pyfunction!(user_cursor, m)?)?;
     m.add("MAX_KEY_BYTES", validation::MAX_KEY_BYTES)?;
     m.add("MAX_CONTENT_BYTES", validation::MAX_CONTENT_BYTES)?;
     m.add("MAX_METADATA_SOURCE_BYTES", validation::MAX_METADATA_SOURCE_BYTES)?;

@@ -19,6 +19,7 @@ from agent_memory import (
     MemoryScope,
     MemoryStorageError,
     NamespacePage,
+    UserPage,
 )
 from agent_memory.provider import (
     check_key,
@@ -29,6 +30,8 @@ from agent_memory.provider import (
     key_page,
     namespace_cursor,
     namespace_page,
+    user_cursor,
+    user_page,
 )
 
 User = Tuple[str, str]
@@ -236,6 +239,20 @@ class DictStore:
         more = len(names) > limit
         cursor = namespace_cursor(application_id, user_id, page[-1]) if more else None
         return NamespacePage(items, cursor)
+
+    async def list_users(self, application_id, limit=20, after=None):
+        start = user_page(application_id, limit, after)
+        self._ensure_started()
+        ids = sorted(
+            user
+            for (app, user), namespaces in self._users.items()
+            if app == application_id
+            and any(namespaces.values())
+            and (start is None or user > start)
+        )
+        page = ids[:limit]
+        cursor = user_cursor(application_id, page[-1]) if len(ids) > limit else None
+        return UserPage(page, cursor)
 
     async def purge_expired(self, scope, limit=100, after=None):
         start = key_page("purge", scope, limit, after)

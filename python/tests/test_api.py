@@ -91,6 +91,9 @@ class SeedExamples(unittest.IsolatedAsyncioTestCase):
         await self.store.put(scope.with_namespace("a"), "k", "v")
         page = await self.store.list_namespaces("support-bot", "user-42")
         self.assertEqual([s.namespace for s in page.items], ["a"])
+        users = await self.store.list_users("support-bot", limit=5)
+        self.assertEqual(users.items, ("user-42",))
+        self.assertIsNone(users.next_cursor)
         self.assertEqual(await self.store.delete_user("support-bot", "user-42"), 1)
 
     async def test_fact_port(self):

@@ -147,6 +147,7 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
             store.search(&scope, MARKER, PageRequest::new(10)).await.unwrap();
             let (app, user) = (scope.application_id(), scope.user_id());
             store.list_namespaces(app, user, PageRequest::new(10)).await.unwrap();
+            store.list_users(app, PageRequest::new(10)).await.unwrap();
             store.purge_expired(&scope, PageRequest::new(10)).await.unwrap();
             store.delete(&scope, &key, Some(&saved.revision)).await.unwrap();
             store.put(&scope, &key, MemoryWrite::new(MARKER)).await.unwrap();
@@ -173,6 +174,9 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
     }
     let namespaces = only(&spans, "list_namespaces", system);
     assert_eq!(namespaces["db.response.returned_rows"], "1");
+    let users = only(&spans, "list_users", system);
+    assert_eq!(users["db.response.returned_rows"], "1");
+    assert_eq!(users["agent_memory.page.has_more"], "false");
     let purge = only(&spans, "purge_expired", system);
     assert_eq!(purge["agent_memory.records.deleted"], "0");
     assert_eq!(purge["agent_memory.page.has_more"], "false");
@@ -347,6 +351,7 @@ async fn ids_are_recorded_hashed_only_when_asked_for() {
             store.start().await.unwrap();
             observe::record_hashed_ids(Some(b"a secret of sixteen bytes or more")).unwrap();
             store.get(&scope, "k").await.unwrap();
+            store.list_users(scope.application_id(), PageRequest::new(1)).await.unwrap();
             observe::record_hashed_ids(None).unwrap();
         })
         .await;
@@ -356,5 +361,9 @@ async fn ids_are_recorded_hashed_only_when_asked_for() {
     assert_eq!(user.len(), 16);
     assert!(user.chars().all(|c| c.is_ascii_hexdigit()));
     assert_ne!(user, &get["agent_memory.application_id.hash"]);
+    // An operation over a whole application records the application's hash alone.
+    let users = only(&spans, "list_users", "memory");
+    assert_eq!(users["agent_memory.application_id.hash"], get["agent_memory.application_id.hash"]);
+    assert!(!users.contains_key("agent_memory.user_id.hash"));
     capture.assert_no_private_data();
 }

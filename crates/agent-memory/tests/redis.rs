@@ -104,8 +104,9 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     assert_eq!(store.delete_user(&app, "other").await.unwrap(), 1);
     assert_eq!(
         server.dbsize(),
-        keys_before - 4,
-        "the other user's record, index, namespace set and usage"
+        keys_before - 5,
+        "the other user's record, index, namespace set and usage, and the application's user \
+         index, now empty"
     );
     store.close().await.unwrap();
 }
@@ -517,4 +518,58 @@ async fn open_takes_a_redis_url() {
     store.close().await.unwrap();
     store.close().await.expect("close is idempotent");
     assert!(store.get(&scope, "k").await.unwrap_err().is_storage());
+}
+
+/// The user index (ADR 0011): one key per application, joined by a user's first write and
+/// left by `delete_user`; a refused first write leaves no entry, and users without records
+/// (ghosts) are never listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_index_follows_first_writes_and_erasure() {
+    let server = RedisServer::start();
+    let store =
+        RedisMemoryStore::builder(&server.url()).unwrap().max_bytes_per_user(200).build().unwrap();
+    store.start().await.unwrap();
+    let app = app();
+    let index = format!("am:{{{:02x}{}}}:u", app.len(), hex(&app));
+    let members = |server: &RedisServer| server.cli(&["ZRANGE", &index, "0", "-1"]);
+
+    // A first write refused by the quota writes nothing and leaves no index entry.
+    let big = MemoryScope::new(&app, "big").unwrap();
+    let err = store.put(&big, "k", MemoryWrite::new("x".repeat(500))).await.unwrap_err();
+    assert!(matches!(err, MemoryError::QuotaExceeded { .. }), "{err:?}");
+    assert_eq!(server.dbsize(), 0, "nothing of the refused user remains");
+
+    // First writes join the index; later writes of the same user do not touch it.
+    for user in ["b", "a", "c"] {
+        let scope = MemoryScope::new(&app, user).unwrap();
+        store.put(&scope, "k1", MemoryWrite::new("x")).await.unwrap();
+        store.put(&scope, "k2", MemoryWrite::new("x")).await.unwrap();
+    }
+    assert_eq!(members(&server).split_whitespace().collect::<Vec<_>>(), ["61", "62", "63"]);
+
+    // "b" loses its records without delete_user: a ghost in the index, never listed; a page
+    // with it is short and still has a cursor.
+    let b = MemoryScope::new(&app, "b").unwrap();
+    store.delete_all(&b).await.unwrap();
+    let first = store.list_users(&app, PageRequest::new(2)).await.unwrap();
+    assert_eq!(first.items, ["a"]);
+    let rest = store.list_users(&app, PageRequest::new(2).after(first.next_cursor.unwrap()));
+    assert_eq!(rest.await.unwrap().items, ["c"]);
+    // Writing again makes the ghost a user again.
+    store.put(&b, "k", MemoryWrite::new("x")).await.unwrap();
+    let all = store.list_users(&app, PageRequest::new(10)).await.unwrap();
+    assert_eq!(all.items, ["a", "b", "c"]);
+    assert!(all.next_cursor.is_none());
+
+    // delete_user takes the user out; the last one takes the index with it.
+    for user in ["a", "b", "c"] {
+        store.delete_user(&app, user).await.unwrap();
+    }
+    assert_eq!(members(&server).trim(), "");
+    assert_eq!(server.dbsize(), 0, "no key of the application remains");
+    store.close().await.unwrap();
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
 }

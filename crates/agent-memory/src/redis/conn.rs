@@ -186,6 +186,12 @@ impl Conn {
         Ok(DurabilityReport::from_nodes(nodes))
     }
 
+    /// Runs one plain command (the user index's `ZADD`, `ZREM`, `ZRANGEBYLEX`, `EXISTS`), with
+    /// no retry.
+    pub(super) async fn command(&mut self, cmd: &Cmd, what: &'static str) -> Result<Value> {
+        self.query(cmd).await.map_err(storage(what))
+    }
+
     async fn query(&mut self, cmd: &Cmd) -> redis::RedisResult<Value> {
         match self {
             Self::Single(conn) => cmd.query_async(conn).await,

@@ -13,6 +13,11 @@
 //! | `…n` | sorted set, all scores 0 | the user's namespaces as hex, default (empty) first |
 //! | `…s` | string | the user's revision floor |
 //!
+//! Beside the users' keys, each application has one user index, `am:{<hex(len(app) ‖ app)>}:u`:
+//! a sorted set, all scores 0, of its user ids as hex, for `list_users` (see
+//! `docs/adr/0011-redis-user-index.md`). Its tag is shorter than every user tag of the
+//! application (user ids are never empty), so it is a key of its own, in its own slot.
+//!
 //! The default namespace is the empty string, so its hex is empty too; named namespaces are at
 //! least one byte. Hex never contains `:`, so the namespace part of a record key ends at the
 //! first `:` after `r:`, and everything after it is the record key, verbatim. Lowercase hex keeps
@@ -124,6 +129,18 @@ impl ScopeKeys {
     pub(crate) fn usage(&self) -> String {
         usage_key(&self.user)
     }
+}
+
+/// The user index of one application: `am:{<hex(len(app) ‖ app)>}:u`.
+pub(crate) fn users_key(application_id: &str) -> String {
+    let app = application_id.as_bytes();
+    let mut key = String::with_capacity(8 + 2 * (1 + app.len()));
+    key.push_str("am:{");
+    let len = u8::try_from(app.len()).unwrap_or(u8::MAX);
+    push_hex(&mut key, &[len]);
+    push_hex(&mut key, app);
+    key.push_str("}:u");
+    key
 }
 
 /// The namespace set under a user prefix.

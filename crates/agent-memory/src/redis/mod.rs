@@ -24,7 +24,9 @@ use self::codec::{
 use self::config::Options;
 use self::conn::{Call, Conn, Target};
 use self::error::{malformed_record, unexpected_reply, PROVIDER};
-use self::keys::{floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, ScopeKeys};
+use self::keys::{
+    floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, users_key, ScopeKeys,
+};
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{
@@ -180,6 +182,30 @@ impl RedisMemoryStore {
     }
 
     /// Loops an erase script until it reports that nothing is left.
+    /// Puts one user in the application's user index; idempotent.
+    async fn index_user(&self, application_id: &str, user_id: &str) -> Result<()> {
+        let mut add = redis::cmd("ZADD");
+        add.arg(users_key(application_id)).arg(0).arg(hex(user_id.as_bytes()));
+        self.connection()?.command(&add, "indexing the user failed").await?;
+        Ok(())
+    }
+
+    /// Takes one user out of the application's user index, then puts it back if the user holds
+    /// a record again (a write that raced with the erasure or the refused first write).
+    async fn unindex_user(&self, application_id: &str, user_id: &str) -> Result<()> {
+        let what = "unindexing the user failed";
+        let mut conn = self.connection()?;
+        let mut remove = redis::cmd("ZREM");
+        remove.arg(users_key(application_id)).arg(hex(user_id.as_bytes()));
+        conn.command(&remove, what).await?;
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(namespaces_key(&user_prefix(application_id, user_id)));
+        if int(&conn.command(&exists, what).await?)? == 1 {
+            self.index_user(application_id, user_id).await?;
+        }
+        Ok(())
+    }
+
     async fn erase_loop(&self, call: &Call<'_>) -> Result<u64> {
         let mut removed = 0u64;
         loop {
@@ -267,37 +293,60 @@ impl crate::observe::Backend for RedisMemoryStore {
             crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         let quotas = self.options.quotas;
         let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-        let mut call = Call::with_capacity(&SCRIPTS.put, 5, bytes);
-        call.arg(record_key)
-            .arg(keys.index())
-            .arg(keys.namespaces())
-            .arg(keys.floor())
-            .arg(keys.usage())
-            .arg(key)
-            .arg(&keys.namespace)
-            .arg(mode)
-            .arg(expected)
-            .arg(&keys.user)
-            .arg(charged)
-            .arg(limit(quotas.records()))
-            .arg(limit(quotas.bytes()));
-        // The last argument is the record from the expiry on, in the stored layout, written
-        // straight into the command: the script puts revision, created_at and updated_at in
-        // front of it.
-        encode_tail(
-            &mut call.arg_writer(),
-            parts.expires_at,
-            &parts.content,
-            &source,
-            &parts.metadata,
-        )?;
-        let (revision, created_at, updated_at) = match self.eval(&call).await? {
-            Value::Int(-1) => return Err(MemoryError::already_exists()),
-            Value::Int(-2) => return Err(MemoryError::stale_revision()),
-            Value::Int(-3) => return Err(quota_exceeded(MAX_RECORDS_PER_USER, quotas.records())),
-            Value::Int(-4) => return Err(quota_exceeded(MAX_BYTES_PER_USER, quotas.bytes())),
-            Value::BulkString(head) => decode_head(&head)?,
-            _ => return Err(unexpected_reply()),
+        let build = |indexed: bool| -> Result<Call<'_>> {
+            let mut call = Call::with_capacity(&SCRIPTS.put, 5, bytes);
+            call.arg(&record_key)
+                .arg(keys.index())
+                .arg(keys.namespaces())
+                .arg(keys.floor())
+                .arg(keys.usage())
+                .arg(key)
+                .arg(&keys.namespace)
+                .arg(mode)
+                .arg(&expected)
+                .arg(&keys.user)
+                .arg(charged)
+                .arg(limit(quotas.records()))
+                .arg(limit(quotas.bytes()));
+            // The record from the expiry on, in the stored layout, written straight into the
+            // command: the script puts revision, created_at and updated_at in front of it.
+            encode_tail(
+                &mut call.arg_writer(),
+                parts.expires_at,
+                &parts.content,
+                &source,
+                &parts.metadata,
+            )?;
+            call.arg(if indexed { "1" } else { "0" });
+            Ok(call)
+        };
+        let mut reply = self.eval(&build(false)?).await?;
+        let mut indexed_now = false;
+        if reply == Value::Int(-5) {
+            // The user's first record: index the user, then write (the first call wrote
+            // nothing, so this is not a retry of a write).
+            self.index_user(scope.application_id(), scope.user_id()).await?;
+            indexed_now = true;
+            reply = self.eval(&build(true)?).await?;
+        }
+        let refused = match reply {
+            Value::Int(-1) => Err(MemoryError::already_exists()),
+            Value::Int(-2) => Err(MemoryError::stale_revision()),
+            Value::Int(-3) => Err(quota_exceeded(MAX_RECORDS_PER_USER, quotas.records())),
+            Value::Int(-4) => Err(quota_exceeded(MAX_BYTES_PER_USER, quotas.bytes())),
+            Value::BulkString(head) => Ok(decode_head(&head)?),
+            _ => Err(unexpected_reply()),
+        };
+        let (revision, created_at, updated_at) = match refused {
+            Ok(head) => head,
+            Err(err) => {
+                if indexed_now {
+                    // A refused first record leaves no ghost behind, unless a racing write
+                    // gave the user a record meanwhile.
+                    self.unindex_user(scope.application_id(), scope.user_id()).await?;
+                }
+                return Err(err);
+            }
         };
         Ok(MemoryRecord {
             scope: scope.clone(),
@@ -386,12 +435,62 @@ impl crate::observe::Backend for RedisMemoryStore {
             .arg(usage_key(&prefix))
             .arg(&prefix)
             .arg(self.options.erase_batch_size);
-        self.erase_loop(&call).await
+        let removed = self.erase_loop(&call).await?;
+        self.unindex_user(application_id, user_id).await?;
+        Ok(removed)
     }
 
     async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
-        page.user_page(application_id)?;
-        Err(MemoryError::storage(PROVIDER, "list_users not supported"))
+        let page = page.user_page(application_id)?;
+        let what = "listing users failed";
+        let min = match &page.after {
+            Some(after) => format!("({}", hex(after.as_bytes())),
+            None => "-".to_owned(),
+        };
+        let mut range = redis::cmd("ZRANGEBYLEX");
+        range
+            .arg(users_key(application_id))
+            .arg(min)
+            .arg("+")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(page.limit + 1);
+        let Value::Array(members) = self.connection()?.command(&range, what).await? else {
+            return Err(unexpected_reply());
+        };
+        let more = members.len() > page.limit;
+        let candidates = members
+            .into_iter()
+            .take(page.limit)
+            .map(|member| {
+                let Value::BulkString(encoded) = member else { return Err(unexpected_reply()) };
+                unhex(&encoded)
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
+                    .filter(|id| validation::id("user_id", id).is_ok())
+                    .ok_or_else(|| MemoryError::storage(PROVIDER, "a stored user id is unreadable"))
+            })
+            .collect::<Result<Vec<String>>>()?;
+        // A user in the index without a namespace set holds no record (a ghost left by a crash
+        // between indexing and the first write, or by removals): checked for every candidate,
+        // all at once. In a cluster each check goes to the node of the user's slot.
+        let mut checks = tokio::task::JoinSet::new();
+        for (i, user) in candidates.iter().enumerate() {
+            let mut conn = self.connection()?;
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(namespaces_key(&user_prefix(application_id, user)));
+            checks.spawn(async move { (i, conn.command(&exists, what).await) });
+        }
+        let mut holds = vec![false; candidates.len()];
+        while let Some(done) = checks.join_next().await {
+            let (i, reply) = done.map_err(|_| MemoryError::storage(PROVIDER, what))?;
+            holds[i] = int(&reply?)? == 1;
+        }
+        let next_cursor = match candidates.last() {
+            Some(last) if more => Some(provider::user_cursor(application_id, last)),
+            _ => None,
+        };
+        let items = candidates.into_iter().zip(holds).filter_map(|(id, holds)| holds.then_some(id));
+        Ok(UserPage { items: items.collect(), next_cursor })
     }
 
     async fn list_namespaces(

@@ -6,9 +6,12 @@
 -- prefix ('am:{tag}:'), ARGV[6] the new record's bytes, ARGV[7] max records per user ('' for
 -- none), ARGV[8] max bytes per user ('' for none), ARGV[9] the record from its 55th byte on:
 -- expiry (18 digits, all zeros for none), content length (8 digits), source length (8 digits),
--- content, source JSON (empty for none), metadata JSON.
+-- content, source JSON (empty for none), metadata JSON. ARGV[10] '1' once the client has put
+-- the user in the application's user index ('0' before).
 -- Returns -1 (a live record exists), -2 (stale revision), -3 (past max records), -4 (past max
--- bytes) or the new header's first 54 bytes: revision, created_at, updated_at (18 digits each).
+-- bytes), -5 (the user's first record, and the user is not known to be indexed: nothing was
+-- written) or the new header's first 54 bytes: revision, created_at, updated_at (18 digits
+-- each).
 -- The record layout is described in the module docs (docs.md, "Data model").
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
@@ -27,6 +30,10 @@ if mode == 'c' then
 elseif mode == 'r' then
   if not live or string.sub(h, 1, 18) ~= ARGV[4] then return -2 end
 end
+-- The user index is in another slot, so the client keeps it: a user is in it before the user's
+-- first record exists. A user without a namespace set holds no record; until the client says it
+-- indexed the user, write nothing and ask it to.
+if not exists and ARGV[10] ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then return -5 end
 -- Quotas: the user's usage, and what this write adds to it (a replacement, of a live or an
 -- expired record, adds no record and only the difference in bytes). Only growth is checked.
 local held_n, held_b = usage(KEYS[5], KEYS[3], ARGV[5])
