@@ -237,6 +237,60 @@ where
     }
 }
 
+/// Every live record of one user, as [`each_page`] walks them, one bounded page per call
+/// to [`next`](Self::next): usable inside a spawned task, where a closure's future could not
+/// be proven `Send`.
+struct RecordPages<'a> {
+    store: &'a dyn MemoryStore,
+    application_id: &'a str,
+    user_id: &'a str,
+    namespaces: std::vec::IntoIter<MemoryScope>,
+    namespace_cursor: Option<Cursor>,
+    namespaces_done: bool,
+    current: Option<(MemoryScope, Option<Cursor>)>,
+}
+
+impl<'a> RecordPages<'a> {
+    fn new(store: &'a dyn MemoryStore, application_id: &'a str, user_id: &'a str) -> Self {
+        Self {
+            store,
+            application_id,
+            user_id,
+            namespaces: Vec::new().into_iter(),
+            namespace_cursor: None,
+            namespaces_done: false,
+            current: None,
+        }
+    }
+
+    /// The next page of records with its namespace, or `None` once the user is done.
+    async fn next(&mut self) -> CliResult<Option<(MemoryScope, Vec<MemoryRecord>)>> {
+        loop {
+            if let Some((scope, cursor)) = self.current.take() {
+                let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+                let page = self.store.list(&scope, request).await?;
+                if let Some(next) = page.next_cursor {
+                    self.current = Some((scope.clone(), Some(next)));
+                }
+                return Ok(Some((scope, page.items)));
+            }
+            if let Some(scope) = self.namespaces.next() {
+                self.current = Some((scope, None));
+                continue;
+            }
+            if self.namespaces_done {
+                return Ok(None);
+            }
+            let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(self.namespace_cursor.take());
+            let page =
+                self.store.list_namespaces(self.application_id, self.user_id, request).await?;
+            self.namespace_cursor = page.next_cursor;
+            self.namespaces_done = self.namespace_cursor.is_none();
+            self.namespaces = page.items.into_iter();
+        }
+    }
+}
+
 /// What `migrate` compares of a record: everything the target store does not assign anew
 /// (revision, `created_at` and `updated_at` are the target's, as with `import`).
 #[derive(Serialize)]
@@ -265,7 +319,8 @@ async fn tally(store: &dyn MemoryStore, application_id: &str, user_id: &str) -> 
     let cutoff = Timestamp::now().saturating_add(EXPIRY_MARGIN);
     let mut hasher = Sha256::new();
     let mut records = 0u64;
-    each_page(store, application_id, user_id, async |scope, page| {
+    let mut pages = RecordPages::new(store, application_id, user_id);
+    while let Some((scope, page)) = pages.next().await? {
         for record in page.iter().filter(|r| r.expires_at.is_none_or(|at| at > cutoff)) {
             let compared = Compared {
                 namespace: scope.namespace_or_empty(),
@@ -282,9 +337,7 @@ async fn tally(store: &dyn MemoryStore, application_id: &str, user_id: &str) -> 
             hasher.update(&bytes);
             records += 1;
         }
-        Ok(())
-    })
-    .await?;
+    }
     Ok(Tally { records, digest: hasher.finalize().into() })
 }
 
@@ -363,19 +416,20 @@ async fn copy_and_verify(
     let mut pages = UserPages::new(source.as_ref(), application_id, after);
     let result: CliResult = async {
         while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
-            for user_id in ids {
-                copy_user(source, target, application_id, &user_id, &mut done, &spinner).await?;
-                let (from, into) = (
-                    tally(source.as_ref(), application_id, &user_id).await?,
-                    tally(target.as_ref(), application_id, &user_id).await?,
-                );
-                if from != into {
+            let Some(page_last) = ids.last().cloned() else { continue };
+            let results = migrate_users(source, target, application_id, ids, &spinner).await;
+            for (user_id, result) in results {
+                let user = result?;
+                done.records += user.records;
+                done.expired += user.expired;
+                if user.from != user.into {
                     done.differ += 1;
-                    report_difference(out, &user_id, &from, &into)?;
+                    report_difference(out, &user_id, &user.from, &user.into)?;
                 }
                 done.users += 1;
-                last = Some(user_id);
             }
+            // Only once the whole page is copied and verified: users finish out of order.
+            last = Some(page_last);
         }
         Ok(())
     }
@@ -439,66 +493,98 @@ fn report_difference(out: &mut Output, user_id: &str, from: &Tally, into: &Tally
     out.line(&format!("differs: user {}: {what}", escape_text(user_id)))
 }
 
-/// How many writes of one page run at once: the page's records are independent keys.
-const CONCURRENT_WRITES: usize = 32;
+/// How many users are copied and verified at once. Each user's records are written one at
+/// a time (they share the user's quota usage, so concurrent writes of one user only queue on
+/// it); different users' writes proceed side by side.
+const CONCURRENT_USERS: usize = 16;
 
-/// Copies one user's live records: each page's records are written to the target with the
-/// source's content, metadata, expiry and source, unconditionally (so a rerun replaces the
-/// same keys), up to [`CONCURRENT_WRITES`] at a time.
+/// What copying and verifying one user found.
+struct UserMigrated {
+    records: u64,
+    expired: u64,
+    from: Tally,
+    into: Tally,
+}
+
+/// Copies and verifies one page of users, up to [`CONCURRENT_USERS`] at a time; the results
+/// come back in the page's order.
+async fn migrate_users(
+    source: &Arc<dyn MemoryStore>,
+    target: &Arc<dyn MemoryStore>,
+    application_id: &str,
+    ids: Vec<String>,
+    spinner: &indicatif::ProgressBar,
+) -> Vec<(String, CliResult<UserMigrated>)> {
+    let mut results: Vec<Option<CliResult<UserMigrated>>> = ids.iter().map(|_| None).collect();
+    let mut tasks = JoinSet::new();
+    let mut pending = ids.iter().cloned().enumerate();
+    loop {
+        while tasks.len() < CONCURRENT_USERS {
+            let Some((index, user_id)) = pending.next() else { break };
+            let (source, target) = (Arc::clone(source), Arc::clone(target));
+            let (application_id, spinner) = (application_id.to_owned(), spinner.clone());
+            tasks.spawn(async move {
+                let result =
+                    migrate_user(&source, &target, &application_id, &user_id, &spinner).await;
+                (index, result)
+            });
+        }
+        match tasks.join_next().await {
+            Some(Ok((index, result))) => results[index] = Some(result),
+            Some(Err(_)) => {}
+            None => break,
+        }
+    }
+    ids.into_iter()
+        .zip(results)
+        .map(|(user_id, result)| {
+            let result =
+                result.unwrap_or_else(|| Err(CliError::failure("a migration task failed")));
+            (user_id, result)
+        })
+        .collect()
+}
+
+/// Copies one user, then reads both stores again to compare them.
+async fn migrate_user(
+    source: &Arc<dyn MemoryStore>,
+    target: &Arc<dyn MemoryStore>,
+    application_id: &str,
+    user_id: &str,
+    spinner: &indicatif::ProgressBar,
+) -> CliResult<UserMigrated> {
+    let (records, expired) = copy_user(source, target, application_id, user_id, spinner).await?;
+    let from = tally(source.as_ref(), application_id, user_id).await?;
+    let into = tally(target.as_ref(), application_id, user_id).await?;
+    Ok(UserMigrated { records, expired, from, into })
+}
+
+/// Copies one user's live records: each is written to the target with the source's content,
+/// metadata, expiry and source, unconditionally, so a rerun replaces the same keys. Returns
+/// the records written and those that expired before their write.
 async fn copy_user(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,
     user_id: &str,
-    done: &mut Migrated,
     spinner: &indicatif::ProgressBar,
-) -> CliResult {
-    each_page(source.as_ref(), application_id, user_id, async |scope, page| {
-        let mut writes = JoinSet::new();
-        let mut first_error: Option<MemoryError> = None;
+) -> CliResult<(u64, u64)> {
+    let (mut records, mut expired) = (0u64, 0u64);
+    let mut pages = RecordPages::new(source.as_ref(), application_id, user_id);
+    while let Some((scope, page)) = pages.next().await? {
         for record in page {
-            if writes.len() >= CONCURRENT_WRITES {
-                settle(writes.join_next().await, done, &mut first_error);
+            let write = MemoryWrite::new(record.content)
+                .metadata(serde_json::Value::Object(record.metadata))
+                .expires_at_opt(record.expires_at)
+                .source(record.source);
+            match target.put(&scope, &record.key, write).await {
+                Ok(_) => records += 1,
+                // It expired between the read and the write: nothing left to copy.
+                Err(MemoryError::Invalid { field: "expires_at", .. }) => expired += 1,
+                Err(err) => return Err(err.into()),
             }
-            let target = Arc::clone(target);
-            let scope = scope.clone();
-            writes.spawn(async move {
-                let write = MemoryWrite::new(record.content)
-                    .metadata(serde_json::Value::Object(record.metadata))
-                    .expires_at_opt(record.expires_at)
-                    .source(record.source);
-                target.put(&scope, &record.key, write).await.map(drop)
-            });
-        }
-        while let Some(joined) = writes.join_next().await {
-            settle(Some(joined), done, &mut first_error);
-        }
-        spinner.set_position(done.records);
-        match first_error {
-            Some(err) => Err(err.into()),
-            None => Ok(()),
-        }
-    })
-    .await
-    .map(drop)
-}
-
-/// Counts one finished write, keeping the first error.
-fn settle(
-    joined: Option<Result<agent_memory::Result<()>, tokio::task::JoinError>>,
-    done: &mut Migrated,
-    first_error: &mut Option<MemoryError>,
-) {
-    match joined {
-        None => {}
-        Some(Ok(Ok(()))) => done.records += 1,
-        // It expired between the read and the write: nothing left to copy.
-        Some(Ok(Err(MemoryError::Invalid { field: "expires_at", .. }))) => done.expired += 1,
-        Some(Ok(Err(err))) => {
-            first_error.get_or_insert(err);
-        }
-        Some(Err(_)) => {
-            first_error.get_or_insert(MemoryError::storage("cli", "a write task failed"));
+            spinner.inc(1);
         }
     }
+    Ok((records, expired))
 }
