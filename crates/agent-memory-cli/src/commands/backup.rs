@@ -7,11 +7,12 @@ use std::io::{BufReader, BufWriter, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryError, MemoryStore, PageRequest, Timestamp};
+use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryError, MemoryStore, Timestamp};
 use clap::Subcommand;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
+use super::app::{each_page, UserPages};
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
 use crate::output::{self, Output};
@@ -21,8 +22,14 @@ use crate::transfer::{self, Checked, Owner};
 /// The backup commands, as clap parses them.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write every live record of the user, all namespaces, as JSON Lines.
+    /// Write every live record of the user, all namespaces, as JSON Lines (of every user of
+    /// --app with --all-users).
     Export {
+        /// Export every user of --app, one after another (--user is ignored); import such a
+        /// file with --any-user.
+        #[arg(long)]
+        all_users: bool,
+
         /// Write to this file (created with owner-only permissions, replaced only when the
         /// export completed) instead of stdout.
         #[arg(long, short, value_name = "FILE")]
@@ -50,8 +57,17 @@ pub enum Command {
 /// A backup command with its user checked and, for `import`, the whole input checked.
 #[derive(Debug)]
 pub enum Job {
-    Export { user: User, output: Option<PathBuf> },
+    Export { owner: Exporting, output: Option<PathBuf> },
     Import { input: CheckedInput, skip_existing: bool },
+}
+
+/// Whose records an export writes.
+#[derive(Debug)]
+pub enum Exporting {
+    /// One user's (`--app`, `--user`).
+    User(User),
+    /// Every user's of one application (`--all-users`).
+    Application(String),
 }
 
 /// An import input whose every line passed the first pass: the file (stdin spooled to a
@@ -75,7 +91,14 @@ impl Command {
     /// cannot be read.
     pub async fn prepare(self, globals: &Globals) -> CliResult<Job> {
         Ok(match self {
-            Command::Export { output } => Job::Export { user: globals.user("export")?, output },
+            Command::Export { output, all_users } => {
+                let owner = if all_users {
+                    Exporting::Application(globals.application("export --all-users")?)
+                } else {
+                    Exporting::User(globals.user("export")?)
+                };
+                Job::Export { owner, output }
+            }
             Command::Import { input, any_user, skip_existing } => {
                 let owner = owner(globals, any_user)?;
                 Job::Import { input: check_input(input.as_deref(), owner).await?, skip_existing }
@@ -88,7 +111,7 @@ impl Command {
 pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> CliResult {
     let store = store.as_ref();
     match job {
-        Job::Export { user, output } => export(store, &user, output, out).await,
+        Job::Export { owner, output } => export(store, &owner, output, out).await,
         Job::Import { input, skip_existing } => import(store, input, skip_existing, out).await,
     }
 }
@@ -97,6 +120,8 @@ pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
 struct Exported {
     records: u64,
     namespaces: u64,
+    /// Set for `--all-users` only.
+    users: Option<u64>,
 }
 
 /// Writes every live record of the user, namespace by namespace in ascending order, keys
@@ -108,7 +133,7 @@ struct Exported {
 /// a truncated backup behind or destroys the previous one.
 async fn export(
     store: &dyn MemoryStore,
-    user: &User,
+    user: &Exporting,
     output: Option<PathBuf>,
     out: &mut Output,
 ) -> CliResult {
@@ -133,7 +158,11 @@ async fn export(
         writer.into_inner().map_err(|e| CliError::io("cannot write the export file", e.error()))?;
     file.as_file().sync_all().map_err(|e| CliError::io("cannot write the export file", &e))?;
     persist(file, &path)?;
-    out.summary(&summary(&done), &json!({"exported": done.records, "namespaces": done.namespaces}))
+    let mut counts = json!({"exported": done.records, "namespaces": done.namespaces});
+    if let Some(users) = done.users {
+        counts["users"] = json!(users);
+    }
+    out.summary(&summary(&done), &counts)
 }
 
 fn persist(file: tempfile::NamedTempFile, path: &Path) -> CliResult {
@@ -143,8 +172,12 @@ fn persist(file: tempfile::NamedTempFile, path: &Path) -> CliResult {
 }
 
 fn summary(done: &Exported) -> String {
+    let users = match done.users {
+        Some(users) => format!(" of {}", output::count(users, "user")),
+        None => String::new(),
+    };
     format!(
-        "exported {} from {}",
+        "exported {} from {}{users}",
         output::count(done.records, "record"),
         output::count(done.namespaces, "namespace")
     )
@@ -152,52 +185,68 @@ fn summary(done: &Exported) -> String {
 
 async fn write_all(
     store: &dyn MemoryStore,
-    user: &User,
+    owner: &Exporting,
     sink: &mut impl Write,
 ) -> CliResult<Exported> {
     let spinner = progress::spinner("exporting records");
-    let result = write_pages(store, user, sink, &spinner).await;
+    let mut done = Exported { records: 0, namespaces: 0, users: None };
+    let result = match owner {
+        Exporting::User(user) => {
+            write_user(store, &user.application_id, &user.user_id, sink, &spinner, &mut done).await
+        }
+        Exporting::Application(application_id) => {
+            write_users(store, application_id, sink, &spinner, &mut done).await
+        }
+    };
     spinner.finish_and_clear();
-    result
+    result.map(|()| done)
 }
 
-async fn write_pages(
+/// Every user of the application, one after another, each as [`write_user`] writes one.
+async fn write_users(
     store: &dyn MemoryStore,
-    user: &User,
+    application_id: &str,
     sink: &mut impl Write,
     spinner: &indicatif::ProgressBar,
-) -> CliResult<Exported> {
-    let mut done = Exported { records: 0, namespaces: 0 };
-    let mut namespace_cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(namespace_cursor);
-        let namespaces =
-            store.list_namespaces(&user.application_id, &user.user_id, request).await?;
-        for scope in &namespaces.items {
-            done.namespaces += 1;
-            let mut cursor = None;
-            loop {
-                let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
-                let page = store.list(scope, request).await?;
-                for record in &page.items {
-                    serde_json::to_writer(&mut *sink, record)
-                        .map_err(|e| CliError::failure(format!("cannot write the export: {e}")))?;
-                    sink.write_all(b"\n")
-                        .map_err(|e| CliError::io("cannot write the export", &e))?;
-                    done.records += 1;
-                }
-                spinner.set_position(done.records);
-                cursor = page.next_cursor;
-                if cursor.is_none() {
-                    break;
-                }
-            }
-        }
-        namespace_cursor = namespaces.next_cursor;
-        if namespace_cursor.is_none() {
-            return Ok(done);
+    done: &mut Exported,
+) -> CliResult {
+    let mut users = 0u64;
+    let mut pages = UserPages::new(store, application_id, None);
+    while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
+        for user_id in ids {
+            write_user(store, application_id, &user_id, sink, spinner, done).await?;
+            users += 1;
         }
     }
+    done.users = Some(users);
+    Ok(())
+}
+
+/// One user's live records, namespace by namespace in ascending order, keys ascending within
+/// each.
+async fn write_user(
+    store: &dyn MemoryStore,
+    application_id: &str,
+    user_id: &str,
+    sink: &mut impl Write,
+    spinner: &indicatif::ProgressBar,
+    done: &mut Exported,
+) -> CliResult {
+    let mut records = done.records;
+    let namespaces = each_page(store, application_id, user_id, async |_, page| {
+        for record in &page {
+            serde_json::to_writer(&mut *sink, record)
+                .map_err(|e| CliError::failure(format!("cannot write the export: {e}")))?;
+            sink.write_all(b"\n").map_err(|e| CliError::io("cannot write the export", &e))?;
+            records += 1;
+        }
+        spinner.set_position(records);
+        Ok(())
+    })
+    .await;
+    done.records = records;
+    done.namespaces += namespaces?;
+    Ok(())
 }
 
 /// Whose lines an import accepts: `--any-user`, or the user of `--app`/`--user`.

@@ -96,6 +96,25 @@ impl Globals {
         Ok(User { application_id, user_id })
     }
 
+    /// The application of `--app`, for `command`, which covers every user of the
+    /// application; a `--user` or `--namespace` given alongside is ignored, and said so.
+    ///
+    /// # Errors
+    /// `Invalid` when `--app` is missing or breaks a scope rule.
+    pub fn application(&self, command: &str) -> CliResult<String> {
+        let application_id = self.app.clone().ok_or_else(|| {
+            CliError::invalid("no application id: pass --app or set AGENT_MEMORY_APP")
+        })?;
+        agent_memory::validation::id("application_id", &application_id)?;
+        if self.user.is_some() || self.namespace.is_some() {
+            eprintln_safe(&format!(
+                "note: {command} covers every user of the application; --user and --namespace \
+                 are ignored"
+            ));
+        }
+        Ok(application_id)
+    }
+
     /// Says on stderr that `command` ignores `--namespace`, when one was given: the command
     /// still runs, but not in the namespace the caller may think.
     pub fn ignore_namespace(&self, command: &str) {

@@ -6,16 +6,26 @@ use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryScope, MemoryStore, PageReq
 use clap::Subcommand;
 use serde_json::json;
 
+use super::app::UserPages;
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
-use crate::output::{self, namespace_text, Output};
+use crate::output::{self, escape_text, namespace_text, Output};
 use crate::progress;
 
 /// The maintenance commands, as clap parses them (in the order `--help` lists them).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Physically remove expired records of the namespace (follows cursors to the end).
-    PurgeExpired,
+    /// Physically remove expired records of the namespace (follows cursors to the end), or
+    /// of every namespace of every user of --app with --all-users.
+    PurgeExpired {
+        /// Sweep every namespace of every user of --app (--user and --namespace are ignored).
+        #[arg(long)]
+        all_users: bool,
+
+        /// With --all-users: continue after this user id (as a stopped sweep says).
+        #[arg(long, value_name = "USER", requires = "all_users")]
+        after: Option<String>,
+    },
 
     /// Erase every record of the namespace, expired ones included.
     DeleteAll {
@@ -42,6 +52,10 @@ pub enum Command {
 #[derive(Debug)]
 pub enum Job {
     PurgeExpired(MemoryScope),
+    PurgeAllUsers {
+        application_id: String,
+        after: Option<String>,
+    },
     DeleteAll(MemoryScope),
     DeleteUser(User),
     /// Needs no scope: starting the store is the whole job.
@@ -56,7 +70,12 @@ impl Command {
     /// `Invalid` for a missing or bad scope, or an erasure without `--yes`.
     pub fn prepare(self, globals: &Globals) -> CliResult<Job> {
         Ok(match self {
-            Command::PurgeExpired => Job::PurgeExpired(globals.scope()?),
+            Command::PurgeExpired { all_users: false, .. } => Job::PurgeExpired(globals.scope()?),
+            Command::PurgeExpired { all_users: true, after } => {
+                let application_id = globals.application("purge-expired --all-users")?;
+                super::app::check_after(after.as_deref())?;
+                Job::PurgeAllUsers { application_id, after }
+            }
             Command::DeleteAll { yes } => {
                 let scope = globals.scope()?;
                 confirm(yes, "delete-all erases every record of the namespace")?;
@@ -87,6 +106,9 @@ pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
     let store = store.as_ref();
     match job {
         Job::PurgeExpired(scope) => purge_expired(store, &scope, out).await,
+        Job::PurgeAllUsers { application_id, after } => {
+            purge_all_users(store, &application_id, after.as_deref(), out).await
+        }
         Job::DeleteAll(scope) => delete_all(store, &scope, out).await,
         Job::DeleteUser(user) => delete_user(store, &user, out).await,
         Job::Setup => setup(out),
@@ -131,29 +153,100 @@ async fn purge_expired(
 ) -> CliResult {
     let spinner = progress::spinner("purging expired records");
     let mut purged = 0u64;
-    let mut cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
-        let page = store.purge_expired(scope, request).await;
-        let page = match page {
-            Ok(page) => page,
-            Err(err) => {
-                spinner.finish_and_clear();
-                return Err(err.into());
-            }
-        };
-        purged += page.deleted;
-        spinner.set_position(purged);
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            break;
-        }
-    }
+    let result = sweep(store, scope, &mut purged, &spinner).await;
     spinner.finish_and_clear();
+    result?;
     out.summary(
         &format!("purged {}", output::count(purged, "expired record")),
         &json!({"purged": purged}),
     )
+}
+
+/// Sweeps one namespace to the end, adding what it removes to `purged`.
+async fn sweep(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    purged: &mut u64,
+    spinner: &indicatif::ProgressBar,
+) -> CliResult {
+    let mut cursor = None;
+    loop {
+        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+        let page = store.purge_expired(scope, request).await?;
+        *purged += page.deleted;
+        spinner.set_position(*purged);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(());
+        }
+    }
+}
+
+/// Sweeps every namespace of every user of the application, one user at a time after
+/// `after`; a failure says which user to continue after.
+async fn purge_all_users(
+    store: &dyn MemoryStore,
+    application_id: &str,
+    after: Option<&str>,
+    out: &mut Output,
+) -> CliResult {
+    let spinner = progress::spinner("purging expired records");
+    let (mut purged, mut users) = (0u64, 0u64);
+    let mut last: Option<String> = after.map(str::to_owned);
+    let mut pages = UserPages::new(store, application_id, after);
+    let result: CliResult = async {
+        while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
+            for user_id in ids {
+                let user = User { application_id: application_id.to_owned(), user_id };
+                purge_user(store, &user, &mut purged, &spinner).await?;
+                users += 1;
+                last = Some(user.user_id);
+            }
+        }
+        Ok(())
+    }
+    .await;
+    spinner.finish_and_clear();
+    if let Err(err) = result {
+        let resume = match &last {
+            Some(user) => format!("continue with --after {}", escape_text(user)),
+            None => "run it again".to_owned(),
+        };
+        return Err(err.context(&format!(
+            "purge stopped after {} of {} ({resume}): ",
+            output::count(purged, "expired record"),
+            output::count(users, "user")
+        )));
+    }
+    out.summary(
+        &format!(
+            "purged {} from {}",
+            output::count(purged, "expired record"),
+            output::count(users, "user")
+        ),
+        &json!({"purged": purged, "users": users}),
+    )
+}
+
+/// Sweeps every namespace of one user.
+async fn purge_user(
+    store: &dyn MemoryStore,
+    user: &User,
+    purged: &mut u64,
+    spinner: &indicatif::ProgressBar,
+) -> CliResult {
+    let mut cursor = None;
+    loop {
+        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+        let page = store.list_namespaces(&user.application_id, &user.user_id, request).await?;
+        for scope in &page.items {
+            sweep(store, scope, purged, spinner).await?;
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(());
+        }
+    }
 }
 
 /// Erases one namespace.

@@ -9,6 +9,7 @@
 //! password).
 
 mod api_key;
+mod app;
 mod backup;
 mod globals;
 mod maintenance;
@@ -35,6 +36,8 @@ pub enum Command {
     #[command(flatten)]
     Backup(backup::Command),
     #[command(flatten)]
+    App(app::Command),
+    #[command(flatten)]
     Mcp(mcp::Command),
     #[command(flatten)]
     ApiKey(api_key::Command),
@@ -46,6 +49,7 @@ enum Job {
     Records(records::Job),
     Maintenance(maintenance::Job),
     Backup(backup::Job),
+    App(app::Job),
     Mcp(mcp::Job),
     ApiKey(api_key::Job),
 }
@@ -73,6 +77,7 @@ async fn prepare(command: Command, globals: &Globals) -> CliResult<Job> {
         Command::Records(command) => Job::Records(command.prepare(globals).await?),
         Command::Maintenance(command) => Job::Maintenance(command.prepare(globals)?),
         Command::Backup(command) => Job::Backup(command.prepare(globals).await?),
+        Command::App(command) => Job::App(command.prepare(globals)?),
         Command::Mcp(command) => Job::Mcp(command.prepare(globals)?),
         Command::ApiKey(command) => Job::ApiKey(command.prepare(globals)?),
     })
@@ -83,6 +88,7 @@ async fn execute(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
         Job::Records(job) => records::run(job, store, out).await,
         Job::Maintenance(job) => maintenance::run(job, store, out).await,
         Job::Backup(job) => backup::run(job, store, out).await,
+        Job::App(job) => app::run(job, store, out).await,
         Job::Mcp(job) => mcp::run(job, store).await,
         // Run before any store is opened, in `run`.
         Job::ApiKey(job) => api_key::run(job, out),
