@@ -533,10 +533,15 @@ async fn the_user_index_follows_first_writes_and_erasure() {
     let index = format!("am:{{{:02x}{}}}:u", app.len(), hex(&app));
     let members = |server: &RedisServer| server.cli(&["ZRANGE", &index, "0", "-1"]);
 
-    // A first write refused by the quota writes nothing and leaves no index entry.
+    // A first write refused by the quota writes no record; its index entry stays (a racing
+    // first write of the same user may succeed) but is never listed, and delete_user takes it.
     let big = MemoryScope::new(&app, "big").unwrap();
     let err = store.put(&big, "k", MemoryWrite::new("x".repeat(500))).await.unwrap_err();
     assert!(matches!(err, MemoryError::QuotaExceeded { .. }), "{err:?}");
+    assert_eq!(members(&server).trim(), "626967", "the refused user is indexed");
+    let listed = store.list_users(&app, PageRequest::new(10)).await.unwrap();
+    assert!(listed.items.is_empty() && listed.next_cursor.is_none(), "{listed:?}");
+    assert_eq!(store.delete_user(&app, "big").await.unwrap(), 0);
     assert_eq!(server.dbsize(), 0, "nothing of the refused user remains");
 
     // First writes join the index; later writes of the same user do not touch it.

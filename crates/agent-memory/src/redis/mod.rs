@@ -191,7 +191,7 @@ impl RedisMemoryStore {
     }
 
     /// Takes one user out of the application's user index, then puts it back if the user holds
-    /// a record again (a write that raced with the erasure or the refused first write).
+    /// a record again (a write that raced with the erasure).
     async fn unindex_user(&self, application_id: &str, user_id: &str) -> Result<()> {
         let what = "unindexing the user failed";
         let mut conn = self.connection()?;
@@ -321,32 +321,22 @@ impl crate::observe::Backend for RedisMemoryStore {
             Ok(call)
         };
         let mut reply = self.eval(&build(false)?).await?;
-        let mut indexed_now = false;
         if reply == Value::Int(-5) {
             // The user's first record: index the user, then write (the first call wrote
-            // nothing, so this is not a retry of a write).
+            // nothing, so this is not a retry of a write). A refused first write leaves the
+            // entry: a concurrent first write of the same user may be about to succeed, and
+            // taking the user out could hide its record. Listing skips such ghosts;
+            // `delete_user` removes them.
             self.index_user(scope.application_id(), scope.user_id()).await?;
-            indexed_now = true;
             reply = self.eval(&build(true)?).await?;
         }
-        let refused = match reply {
-            Value::Int(-1) => Err(MemoryError::already_exists()),
-            Value::Int(-2) => Err(MemoryError::stale_revision()),
-            Value::Int(-3) => Err(quota_exceeded(MAX_RECORDS_PER_USER, quotas.records())),
-            Value::Int(-4) => Err(quota_exceeded(MAX_BYTES_PER_USER, quotas.bytes())),
-            Value::BulkString(head) => Ok(decode_head(&head)?),
-            _ => Err(unexpected_reply()),
-        };
-        let (revision, created_at, updated_at) = match refused {
-            Ok(head) => head,
-            Err(err) => {
-                if indexed_now {
-                    // A refused first record leaves no ghost behind, unless a racing write
-                    // gave the user a record meanwhile.
-                    self.unindex_user(scope.application_id(), scope.user_id()).await?;
-                }
-                return Err(err);
-            }
+        let (revision, created_at, updated_at) = match reply {
+            Value::Int(-1) => return Err(MemoryError::already_exists()),
+            Value::Int(-2) => return Err(MemoryError::stale_revision()),
+            Value::Int(-3) => return Err(quota_exceeded(MAX_RECORDS_PER_USER, quotas.records())),
+            Value::Int(-4) => return Err(quota_exceeded(MAX_BYTES_PER_USER, quotas.bytes())),
+            Value::BulkString(head) => decode_head(&head)?,
+            _ => return Err(unexpected_reply()),
         };
         Ok(MemoryRecord {
             scope: scope.clone(),
