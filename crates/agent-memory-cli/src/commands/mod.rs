@@ -23,6 +23,7 @@ use agent_memory::MemoryStore;
 use clap::Subcommand;
 
 pub use self::globals::{Globals, LogFormat};
+use self::store::Lifetime;
 use crate::exit::CliResult;
 use crate::output::Output;
 
@@ -64,7 +65,8 @@ pub async fn run(globals: Globals, command: Command) -> CliResult {
         let result = api_key::run(job, &mut out);
         return result.and(out.flush());
     }
-    store::with_store(globals.store.as_deref(), |store| async move {
+    let lifetime = if matches!(job, Job::Mcp(_)) { Lifetime::Serving } else { Lifetime::OneRun };
+    store::with_store(globals.store.as_deref(), lifetime, |store| async move {
         let result = execute(job, store, &mut out).await;
         // Whatever was printed before a failure is still delivered.
         result.and(out.flush())

@@ -30,8 +30,12 @@ const DEFAULT_SEARCH_SCAN_LIMIT: usize = 1_000;
 const DEFAULT_ERASE_BATCH_SIZE: usize = 1_000;
 /// Page cache per connection, in KiB.
 const CACHE_KIB: u32 = 16 * 1024;
-/// Bytes of the file each connection reads through a memory map instead of `read` calls.
+/// Default for the bytes of the file each connection reads through a memory map instead of
+/// `read` calls.
 const MMAP_BYTES: u64 = 1024 * 1024 * 1024;
+/// The largest map the bundled SQLite makes (its `SQLITE_MAX_MMAP_SIZE`); it would silently
+/// lower a larger `mmap_size`, so one is refused instead.
+const MAX_MMAP_BYTES: u64 = 0x7fff_0000;
 
 /// How hard SQLite pushes each commit to the disk (`PRAGMA synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +109,9 @@ impl Settings {
         at_least_one("search_scan_limit", self.search_scan_limit)?;
         at_least_one("search_scan_bytes", self.search_scan_bytes)?;
         at_least_one("erase_batch_size", self.erase_batch_size)?;
+        if self.mmap_bytes > MAX_MMAP_BYTES {
+            return Err(MemoryError::invalid("mmap_size", "must be at most 2147418112 bytes"));
+        }
         // The batch size is bound as a SQL `LIMIT`, a 64-bit signed integer.
         if i64::try_from(self.erase_batch_size).is_err() {
             return Err(MemoryError::invalid(
@@ -187,6 +194,16 @@ impl SqliteMemoryStoreBuilder {
         self
     }
 
+    /// How many bytes of the file each connection reads through a memory map rather than
+    /// `read` calls (default 1 GiB, at most 2,147,418,112; 0 turns mapping off). Mapped pages
+    /// save a copy per page read, but every connection that touched a page counts it in the
+    /// process's resident memory: a job that reads a large file once, end to end (an export, a
+    /// migration), keeps its resident memory flat with 0. URL parameter `mmap_size`.
+    pub fn mmap_size(mut self, bytes: u64) -> Self {
+        self.settings.mmap_bytes = bytes;
+        self
+    }
+
     /// The most keys one `search` call inspects before it returns what it found, with a
     /// cursor to continue (default 1,000, at least 1). A larger value finds sparse matches in
     /// fewer calls; a smaller one keeps each call, and the reader it occupies, shorter. URL
@@ -241,8 +258,8 @@ impl SqliteMemoryStoreBuilder {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming the option (`busy_timeout`, `readers`,
-    /// `search_scan_limit`, `search_scan_bytes`, `erase_batch_size`, `max_records_per_user` or
-    /// `max_bytes_per_user`) when one is zero or out of range.
+    /// `search_scan_limit`, `search_scan_bytes`, `erase_batch_size`, `mmap_size`,
+    /// `max_records_per_user` or `max_bytes_per_user`) when one is zero or out of range.
     pub fn build(self) -> Result<SqliteMemoryStore> {
         self.settings.check()?;
         Ok(unstarted(self.path, self.clock, self.settings))
@@ -279,7 +296,7 @@ impl SqliteMemoryStore {
     /// An unstarted store from `sqlite:PATH` or `sqlite://PATH`, with options as query
     /// parameters named like the builder methods: `mode=ro|rwc`, `synchronous=normal|full`,
     /// `readers`, `busy_timeout` (whole seconds), `search_scan_limit`, `search_scan_bytes`,
-    /// `erase_batch_size`, `max_records_per_user`, `max_bytes_per_user`. See
+    /// `erase_batch_size`, `mmap_size`, `max_records_per_user`, `max_bytes_per_user`. See
     /// the [module docs](crate::sqlite#opening).
     ///
     /// ```
@@ -375,6 +392,9 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     if let Some(size) = params.take_parsed("erase_batch_size")? {
         builder = builder.erase_batch_size(size);
     }
+    if let Some(bytes) = params.take_parsed("mmap_size")? {
+        builder = builder.mmap_size(bytes);
+    }
     builder = builder.quotas(Quotas::from_params(&mut params)?);
     params.finish()?;
     Ok(builder)
@@ -426,6 +446,7 @@ impl fmt::Debug for SqliteMemoryStoreBuilder {
             .field("search_scan_limit", &self.settings.search_scan_limit)
             .field("search_scan_bytes", &self.settings.search_scan_bytes)
             .field("erase_batch_size", &self.settings.erase_batch_size)
+            .field("mmap_size", &self.settings.mmap_bytes)
             .field("quotas", &self.settings.quotas)
             .finish_non_exhaustive()
     }
@@ -471,6 +492,7 @@ mod tests {
         assert_eq!(defaults.search_scan_limit, 1_000);
         assert_eq!(defaults.search_scan_bytes, 1_048_576);
         assert_eq!(defaults.erase_batch_size, 1_000);
+        assert_eq!(defaults.mmap_bytes, 1 << 30);
         let url = settings("sqlite:m.db");
         assert_eq!(format!("{url:?}"), format!("{defaults:?}"), "no parameter, no change");
     }
@@ -486,6 +508,8 @@ mod tests {
         assert_eq!(settings("sqlite:m.db?search_scan_limit=50").search_scan_limit, 50);
         assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").search_scan_bytes, 4_096);
         assert_eq!(settings("sqlite:m.db?erase_batch_size=10").erase_batch_size, 10);
+        assert_eq!(settings("sqlite:m.db?mmap_size=0").mmap_bytes, 0);
+        assert_eq!(settings("sqlite:m.db?mmap_size=65536").mmap_bytes, 65_536);
         assert_eq!(
             settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").quotas,
             Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
@@ -511,6 +535,7 @@ mod tests {
             ("sqlite:m.db?busy_timeout=2.5", "2.5"),
             ("sqlite:m.db?search_scan_limit=", "m.db"),
             ("sqlite:m.db?erase_batch_size=lots", "lots"),
+            ("sqlite:m.db?mmap_size=-1", "-1"),
             ("sqlite:m.db?readers=1&readers=2", "1"),
         ] {
             let (field, reason) = invalid_field(SqliteMemoryStore::from_url(url));
@@ -542,6 +567,8 @@ mod tests {
             ("search_scan_bytes", builder().search_scan_bytes(0).build()),
             ("search_scan_bytes", SqliteMemoryStore::from_url("sqlite:m.db?search_scan_bytes=0")),
             ("erase_batch_size", builder().erase_batch_size(0).build()),
+            ("mmap_size", builder().mmap_size(MAX_MMAP_BYTES + 1).build()),
+            ("mmap_size", SqliteMemoryStore::from_url("sqlite:m.db?mmap_size=4294967296")),
             ("readers", SqliteMemoryStore::from_url("sqlite:m.db?readers=0")),
             ("busy_timeout", SqliteMemoryStore::from_url("sqlite:m.db?busy_timeout=0")),
             ("search_scan_limit", SqliteMemoryStore::from_url("sqlite:m.db?search_scan_limit=0")),
@@ -567,8 +594,10 @@ mod tests {
             .busy_timeout(Duration::from_millis(1))
             .search_scan_limit(1)
             .erase_batch_size(1)
+            .mmap_size(0)
             .build()
             .expect("the smallest values");
+        builder().mmap_size(MAX_MMAP_BYTES).build().expect("the largest map");
         builder().busy_timeout(Duration::from_millis(2_147_483_647)).build().expect("the largest");
     }
 

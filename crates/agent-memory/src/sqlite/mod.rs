@@ -167,6 +167,12 @@ impl crate::observe::Backend for SqliteMemoryStore {
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
         validation::key(key)?;
         let now = self.clock.now();
+        // A point read runs on this thread when a reader connection is free (see "Point reads
+        // run where they are asked" in `pool`), and waits for a reader thread otherwise.
+        let here = self.pool()?.read_here(|conn| statements::get(conn, scope, key, now));
+        if let Ok(found) = here {
+            return found;
+        }
         let (scope, key) = (scope.clone(), key.to_owned());
         self.reading(move |conn| statements::get(conn, &scope, &key, now)).await
     }

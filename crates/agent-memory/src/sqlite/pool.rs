@@ -1,10 +1,19 @@
 //! The threads and connections one started store owns: one writer thread that commits in
-//! groups, and a few reader threads.
+//! groups, a checkpointer thread beside it, and a few reader connections, each with its own
+//! thread.
 //!
-//! SQLite calls block, so no connection is ever used on an async runtime's thread. Each
-//! connection lives on its own dedicated thread and receives work through a channel; the
-//! caller awaits a one-shot reply. Under load a thread takes the next job without sleeping, so
-//! a busy store pays no thread wake-up per operation.
+//! SQLite calls block, so scans and writes never run on an async runtime's thread: each
+//! connection has a dedicated thread that receives work through a channel, and the caller
+//! awaits a one-shot reply. Under load a thread takes the next job without sleeping, so a busy
+//! store pays no thread wake-up per operation.
+//!
+//! **Point reads run where they are asked.** A primary-key read ([`Pool::read_here`], used by
+//! `get`) takes a few microseconds, less than the two thread wake-ups a hand-off costs (the
+//! reader's and then the caller's), so it runs on the caller's thread on the first reader
+//! connection that is free at that instant, and is handed to that connection's thread only
+//! when every reader is busy. Each reader connection sits behind a mutex that its thread takes
+//! for each job, so a connection is never used by two threads at once. Anything that reads
+//! more than one row stays on the reader threads, where its length holds up no runtime thread.
 //!
 //! **Group commit.** The writer thread takes every write job that is waiting (up to
 //! [`MAX_GROUP`]) and runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
@@ -15,19 +24,33 @@
 //! group run one after another under the write lock, so a compare-and-set still sees every
 //! write before it.
 //!
-//! **Checkpoints.** After an erasure the store asks the writer thread for a
-//! `wal_checkpoint(TRUNCATE)`, which runs between groups (a checkpoint cannot run inside a
-//! transaction): it copies the zeroed pages into the database file and empties the log, so no
-//! old frame holding erased content stays behind.
+//! **Checkpoints mostly off the write path.** SQLite's automatic checkpoint runs inside the
+//! commit that pushes the log past 1,000 pages, so that commit waits while a thousand pages are
+//! copied into the database file and both files are synced: the long tail of write latency.
+//! The writer's connection turns it off (a write-ahead-log hook replaces it, see
+//! [`LogKeeper`]). When a commit leaves at least [`CHECKPOINT_PAGES`] pages in the log, the
+//! writer asks the checkpointer thread, whose own connection copies them with a `PASSIVE`
+//! checkpoint while writes go on. SQLite starts the log over only at a write that begins when
+//! every page has been copied, which never happens while writes keep coming during the copy;
+//! so once the checkpointer is done, the writer copies the few pages committed meanwhile
+//! itself, between two groups, and its next transaction starts the log over.
+//!
+//! After an erasure the store asks the writer thread itself for a `wal_checkpoint(TRUNCATE)`,
+//! which runs between groups (a checkpoint cannot run inside a transaction): it copies the
+//! zeroed pages into the database file and empties the log, so no old frame holding erased
+//! content stays behind.
 
 use std::any::Any;
+use std::cell::Cell;
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
 
+use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
@@ -39,6 +62,15 @@ use crate::error::{MemoryError, Result};
 /// Most write jobs committed in one transaction.
 const MAX_GROUP: usize = 64;
 
+/// Pages in the write-ahead log past which a commit nudges the checkpointer: SQLite's own
+/// automatic checkpoint threshold.
+const CHECKPOINT_PAGES: c_int = 1_000;
+
+thread_local! {
+    /// Pages in the log after the writer thread's last commit, noted by [`note_log_pages`].
+    static LOG_PAGES: Cell<c_int> = const { Cell::new(0) };
+}
+
 /// The store's threads. Dropping the pool closes the channels; each thread then finishes the
 /// jobs already queued, closes its connection and exits.
 #[derive(Debug)]
@@ -46,11 +78,25 @@ pub(super) struct Pool {
     writer: Option<Sender<ToWriter>>,
     /// Write jobs sent and not yet taken by the writer thread, for its queue-depth gauge.
     waiting: Arc<AtomicUsize>,
+    /// The reader connections; reader thread `i` serves connection `i`.
+    connections: Arc<Vec<Mutex<Connection>>>,
     /// One channel per reader thread, served in turn.
     readers: Vec<Sender<ReadJob>>,
     next_reader: AtomicUsize,
-    /// The reader threads, then the writer thread last.
+    /// The reader threads, then the checkpointer's (when the store writes), then the writer's.
     threads: Vec<JoinHandle<Result<()>>>,
+    /// The checkpointer thread's channel, when the store writes; `threads` then holds its
+    /// thread just before the writer's.
+    checkpoints: Option<SyncSender<Checkpoint>>,
+}
+
+/// What the checkpointer thread receives.
+#[derive(Debug, Clone, Copy)]
+enum Checkpoint {
+    /// The log has grown: copy what it holds into the database file.
+    Run,
+    /// The store is closing: close the connection and exit.
+    Stop,
 }
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
@@ -131,27 +177,53 @@ impl Pool {
     pub(super) fn open(path: &Path, settings: &Settings) -> Result<Self> {
         let mut writer = schema::connect(path, settings, Role::Writer)?;
         schema::prepare(&mut writer, settings)?;
-        let readers = (0..settings.readers)
-            .map(|_| schema::connect(path, settings, Role::Reader))
-            .collect::<Result<Vec<_>>>()?;
+        let checkpointer = if settings.read_only {
+            None
+        } else {
+            Some(schema::connect(path, settings, Role::Checkpointer)?)
+        };
+        let connections = Arc::new(
+            (0..settings.readers)
+                .map(|_| schema::connect(path, settings, Role::Reader).map(Mutex::new))
+                .collect::<Result<Vec<_>>>()?,
+        );
 
-        let mut threads = Vec::with_capacity(readers.len() + 1);
-        let mut read_txs = Vec::with_capacity(readers.len());
-        for conn in readers {
+        let mut threads = Vec::with_capacity(connections.len() + 2);
+        let mut read_txs = Vec::with_capacity(connections.len());
+        for index in 0..connections.len() {
             let (read_tx, read_rx) = mpsc::channel::<ReadJob>();
             read_txs.push(read_tx);
-            threads.push(spawn("amem-sql-reader", move || reader_loop(conn, read_rx))?);
+            let connections = Arc::clone(&connections);
+            threads.push(spawn("amem-sql-reader", move || {
+                reader_loop(&connections[index], read_rx);
+                Ok(())
+            })?);
         }
+        // One request waiting is as good as several: a checkpoint copies whatever the log holds.
+        let (checkpoints, log) = match checkpointer {
+            Some(conn) => {
+                let (checkpoints, requests) = mpsc::sync_channel::<Checkpoint>(1);
+                let finished = Arc::new(AtomicU64::new(0));
+                let counter = Arc::clone(&finished);
+                threads.push(spawn("amem-sql-checkpoint", move || {
+                    checkpointer_loop(conn, &requests, &counter)
+                })?);
+                (Some(checkpoints.clone()), Some(LogKeeper::new(checkpoints, finished)))
+            }
+            None => (None, None),
+        };
         let (write_tx, write_rx) = mpsc::channel::<ToWriter>();
         let waiting = Arc::new(AtomicUsize::new(0));
         let queue = Arc::clone(&waiting);
-        threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx, &queue))?);
+        threads.push(spawn("amem-sql-writer", move || writer_loop(writer, write_rx, &queue, log))?);
         Ok(Self {
             writer: Some(write_tx),
             waiting,
+            connections,
             readers: read_txs,
             next_reader: AtomicUsize::new(0),
             threads,
+            checkpoints,
         })
     }
 
@@ -185,6 +257,25 @@ impl Pool {
         Ok(receiver)
     }
 
+    /// Runs `f` on this thread with the first reader connection that is free at this instant,
+    /// or gives `f` back when every reader is busy (queue it with [`read`](Self::read) then).
+    /// Only for reads of a few microseconds: the caller's thread may be an async runtime's.
+    pub(super) fn read_here<T, F>(&self, f: F) -> std::result::Result<Result<T>, F>
+    where
+        F: FnOnce(&Connection) -> Result<T>,
+    {
+        for connection in self.connections.iter() {
+            let conn = match connection.try_lock() {
+                Ok(conn) => conn,
+                // A job that panicked left no transaction open (see `reader_loop`).
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            return Ok(f(&*conn));
+        }
+        Err(f)
+    }
+
     /// Queues `f` for the next reader thread in turn. Every read is short (a bounded number of
     /// rows), so taking turns spreads load as well as picking an idle thread would, without a
     /// shared queue whose lock every thread would wake up for.
@@ -204,15 +295,29 @@ impl Pool {
     }
 
     /// Stops the threads once they have finished the queued jobs, and reports the first
-    /// failure to close a connection. Blocks. The readers close first, so the writer's
-    /// connection is the file's last one in this process: closing it checkpoints the
-    /// write-ahead log into the database file and removes the log (unless another process still
-    /// has the file open).
+    /// failure to close a connection. Blocks. The readers and the checkpointer close first, so
+    /// the writer's connection is the file's last one in this process: closing it checkpoints
+    /// the write-ahead log into the database file and removes the log (unless another process
+    /// still has the file open).
     pub(super) fn close(mut self) -> Result<()> {
         let mut first_error = None;
         let writer_thread = self.threads.pop();
+        let checkpoints = self.checkpoints.take();
+        let checkpointer_thread = checkpoints.as_ref().and_then(|_| self.threads.pop());
         self.readers.clear();
         for thread in std::mem::take(&mut self.threads) {
+            first_error = first_error.or(join(thread).err());
+        }
+        let connections = std::mem::take(&mut self.connections);
+        if let Ok(connections) = Arc::try_unwrap(connections) {
+            for connection in connections {
+                let conn = connection.into_inner().unwrap_or_else(PoisonError::into_inner);
+                first_error = first_error.or(close_connection(conn).err());
+            }
+        }
+        if let (Some(checkpoints), Some(thread)) = (checkpoints, checkpointer_thread) {
+            // Gone already only if the thread panicked, which joining reports.
+            let _ = checkpoints.send(Checkpoint::Stop);
             first_error = first_error.or(join(thread).err());
         }
         self.writer = None;
@@ -257,16 +362,106 @@ fn close_connection(conn: Connection) -> Result<()> {
     conn.close().map_err(|(_, err)| storage("closing the database failed")(err))
 }
 
-fn reader_loop(conn: Connection, jobs: Receiver<ReadJob>) -> Result<()> {
+/// The writer's side of checkpoints (see "Checkpoints mostly off the write path" above): when
+/// to ask the checkpointer, and when to finish its work.
+struct LogKeeper {
+    checkpoints: SyncSender<Checkpoint>,
+    /// Checkpoints the checkpointer thread has finished, counted by it.
+    finished: Arc<AtomicU64>,
+    /// Log pages at which the next checkpoint is asked for.
+    threshold: c_int,
+    /// `finished` when the running request was made.
+    asked: Option<u64>,
+}
+
+impl LogKeeper {
+    fn new(checkpoints: SyncSender<Checkpoint>, finished: Arc<AtomicU64>) -> Self {
+        Self { checkpoints, finished, threshold: CHECKPOINT_PAGES, asked: None }
+    }
+
+    /// Runs after each commit on the writer thread.
+    fn after_commit(&mut self, conn: &Connection) {
+        let pages = LOG_PAGES.with(Cell::get);
+        if pages < CHECKPOINT_PAGES {
+            // The log was started over.
+            (self.threshold, self.asked) = (CHECKPOINT_PAGES, None);
+            return;
+        }
+        if pages < self.threshold {
+            return;
+        }
+        match self.asked {
+            None => {
+                // Full means a request is waiting already; gone means the store is closing.
+                let _ = self.checkpoints.try_send(Checkpoint::Run);
+                self.asked = Some(self.finished.load(Ordering::Acquire));
+            }
+            Some(asked) if self.finished.load(Ordering::Acquire) > asked => {
+                // The bulk is in the file: copy what was committed since, so the next
+                // transaction starts the log over. Should a reader of another process still
+                // hold old pages, the log cannot start over yet: try again a thousand pages on.
+                if let Err(err) = passive_checkpoint(conn) {
+                    tracing::debug!(error = %err, "a checkpoint on the writer failed");
+                }
+                (self.threshold, self.asked) = (pages.saturating_add(CHECKPOINT_PAGES), None);
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+fn passive_checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+}
+
+/// Serves one reader connection's queue until the pool drops its end; the pool closes the
+/// connection afterwards.
+fn reader_loop(connection: &Mutex<Connection>, jobs: Receiver<ReadJob>) {
     while let Ok(job) = jobs.recv() {
+        let conn = lock(connection);
         // A panicking job drops its reply, which the caller sees as a failed task; the
         // connection holds no transaction between jobs, so it stays usable.
-        let _ = catch_unwind(AssertUnwindSafe(|| job(&conn)));
+        let _ = catch_unwind(AssertUnwindSafe(|| job(&*conn)));
+    }
+}
+
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    connection.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs a `PASSIVE` checkpoint each time the writer asks, until the store closes, and counts
+/// the checkpoints it finished. One that fails or cannot copy everything (a reader of another
+/// process still needs old pages) is asked for again later; the log only grows meanwhile.
+fn checkpointer_loop(
+    conn: Connection,
+    requests: &Receiver<Checkpoint>,
+    finished: &AtomicU64,
+) -> Result<()> {
+    while let Ok(Checkpoint::Run) = requests.recv() {
+        if let Err(err) = passive_checkpoint(&conn) {
+            tracing::debug!(error = %err, "a background checkpoint failed");
+        }
+        finished.fetch_add(1, Ordering::Release);
     }
     close_connection(conn)
 }
 
-fn writer_loop(conn: Connection, jobs: Receiver<ToWriter>, waiting: &AtomicUsize) -> Result<()> {
+/// The writer connection's write-ahead-log hook: notes how many pages the log holds after
+/// each commit. Registering it turns SQLite's automatic checkpoint off on that connection.
+fn note_log_pages(_: &Wal, pages: c_int) -> rusqlite::Result<()> {
+    LOG_PAGES.with(|noted| noted.set(pages));
+    Ok(())
+}
+
+fn writer_loop(
+    conn: Connection,
+    jobs: Receiver<ToWriter>,
+    waiting: &AtomicUsize,
+    mut log: Option<LogKeeper>,
+) -> Result<()> {
+    if log.is_some() {
+        conn.wal_hook(Some(note_log_pages));
+    }
     let mut next = jobs.recv().ok();
     while let Some(message) = next.take() {
         let first = match message {
@@ -293,6 +488,9 @@ fn writer_loop(conn: Connection, jobs: Receiver<ToWriter>, waiting: &AtomicUsize
         let left = waiting.fetch_sub(group.len(), Ordering::Relaxed).saturating_sub(group.len());
         crate::observe::writer(group.len(), left);
         commit_group(&conn, group);
+        if let Some(log) = &mut log {
+            log.after_commit(&conn);
+        }
         if next.is_none() {
             next = jobs.recv().ok();
         }

@@ -119,6 +119,9 @@ const META_COLUMNS: &[(&str, &str, bool, i64)] =
 pub(super) enum Role {
     Writer,
     Reader,
+    /// Copies the write-ahead log into the database file, beside the writer (see
+    /// [`pool`](super::pool)); it changes no record, but a checkpoint writes to the file.
+    Checkpointer,
 }
 
 /// Opens one connection and applies the per-connection settings. Touches nothing on disk
@@ -126,10 +129,11 @@ pub(super) enum Role {
 /// writer).
 pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Connection> {
     // No SQLITE_OPEN_URI: the path is always a plain file name, never parsed as a URI.
-    let access = if role == Role::Writer && !settings.read_only {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_ONLY
+    let access = match role {
+        _ if settings.read_only => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        Role::Writer => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        Role::Checkpointer => OpenFlags::SQLITE_OPEN_READ_WRITE,
+        Role::Reader => OpenFlags::SQLITE_OPEN_READ_ONLY,
     };
     let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(storage("opening the database file failed"))?;
