@@ -24,16 +24,16 @@
 //! group run one after another under the write lock, so a compare-and-set still sees every
 //! write before it.
 //!
-//! **Checkpoints mostly off the write path.** SQLite's automatic checkpoint runs inside the
-//! commit that pushes the log past 1,000 pages, so that commit waits while a thousand pages are
-//! copied into the database file and both files are synced: the long tail of write latency.
-//! The writer's connection turns it off (a write-ahead-log hook replaces it, see
-//! [`LogKeeper`]). When a commit leaves at least [`CHECKPOINT_PAGES`] pages in the log, the
-//! writer asks the checkpointer thread, whose own connection copies them with a `PASSIVE`
-//! checkpoint while writes go on. SQLite starts the log over only at a write that begins when
-//! every page has been copied, which never happens while writes keep coming during the copy;
-//! so once the checkpointer is done, the writer copies the few pages committed meanwhile
-//! itself, between two groups, and its next transaction starts the log over.
+//! **Checkpoints off the write path.** SQLite's automatic checkpoint runs inside the commit
+//! that takes the write-ahead log past 1,000 pages, so that commit, and every write queued
+//! behind it, waits while the pages are copied into the database file and both files are
+//! synced: the long tail of write latency. The writer's connection turns it off (a
+//! write-ahead-log hook replaces it, see [`LogKeeper`]). While a commit leaves at least
+//! [`CHECKPOINT_PAGES`] pages in the log, the writer keeps the checkpointer thread copying
+//! them, with `PASSIVE` checkpoints on its own connection while writes go on. SQLite starts the
+//! log over at the first write that begins once every page has been copied, which happens as
+//! soon as writes pause; should they never pause, the log would only grow, so at
+//! [`LOG_PAGES_LIMIT`] pages the writer copies the remainder itself, between two groups.
 //!
 //! After an erasure the store asks the writer thread itself for a `wal_checkpoint(TRUNCATE)`,
 //! which runs between groups (a checkpoint cannot run inside a transaction): it copies the
@@ -62,9 +62,12 @@ use crate::error::{MemoryError, Result};
 /// Most write jobs committed in one transaction.
 const MAX_GROUP: usize = 64;
 
-/// Pages in the write-ahead log past which a commit nudges the checkpointer: SQLite's own
-/// automatic checkpoint threshold.
+/// Pages in the write-ahead log past which a commit asks the checkpointer to copy them into
+/// the database file: SQLite's own automatic checkpoint threshold.
 const CHECKPOINT_PAGES: c_int = 1_000;
+/// Pages in the log past which the writer copies the rest itself, so the log starts over even
+/// when writes never pause (about 32 MiB of 4 KiB pages).
+const LOG_PAGES_LIMIT: c_int = 8 * CHECKPOINT_PAGES;
 
 thread_local! {
     /// Pages in the log after the writer thread's last commit, noted by [`note_log_pages`].
@@ -362,21 +365,21 @@ fn close_connection(conn: Connection) -> Result<()> {
     conn.close().map_err(|(_, err)| storage("closing the database failed")(err))
 }
 
-/// The writer's side of checkpoints (see "Checkpoints mostly off the write path" above): when
-/// to ask the checkpointer, and when to finish its work.
+/// The writer's side of checkpoints (see "Checkpoints off the write path" above): when to ask
+/// the checkpointer, and when the writer must finish its work itself.
 struct LogKeeper {
     checkpoints: SyncSender<Checkpoint>,
     /// Checkpoints the checkpointer thread has finished, counted by it.
     finished: Arc<AtomicU64>,
-    /// Log pages at which the next checkpoint is asked for.
-    threshold: c_int,
-    /// `finished` when the running request was made.
+    /// `finished` when the running request was made; `None` when none is running.
     asked: Option<u64>,
+    /// Log pages at which the writer checkpoints itself.
+    limit: c_int,
 }
 
 impl LogKeeper {
     fn new(checkpoints: SyncSender<Checkpoint>, finished: Arc<AtomicU64>) -> Self {
-        Self { checkpoints, finished, threshold: CHECKPOINT_PAGES, asked: None }
+        Self { checkpoints, finished, asked: None, limit: LOG_PAGES_LIMIT }
     }
 
     /// Runs after each commit on the writer thread.
@@ -384,29 +387,28 @@ impl LogKeeper {
         let pages = LOG_PAGES.with(Cell::get);
         if pages < CHECKPOINT_PAGES {
             // The log was started over.
-            (self.threshold, self.asked) = (CHECKPOINT_PAGES, None);
+            (self.asked, self.limit) = (None, LOG_PAGES_LIMIT);
             return;
         }
-        if pages < self.threshold {
+        let running =
+            self.asked.is_some_and(|asked| self.finished.load(Ordering::Acquire) == asked);
+        if running {
             return;
         }
-        match self.asked {
-            None => {
-                // Full means a request is waiting already; gone means the store is closing.
-                let _ = self.checkpoints.try_send(Checkpoint::Run);
-                self.asked = Some(self.finished.load(Ordering::Acquire));
-            }
-            Some(asked) if self.finished.load(Ordering::Acquire) > asked => {
-                // The bulk is in the file: copy what was committed since, so the next
-                // transaction starts the log over. Should a reader of another process still
-                // hold old pages, the log cannot start over yet: try again a thousand pages on.
-                if let Err(err) = passive_checkpoint(conn) {
-                    tracing::debug!(error = %err, "a checkpoint on the writer failed");
-                }
-                (self.threshold, self.asked) = (pages.saturating_add(CHECKPOINT_PAGES), None);
-            }
-            Some(_) => {}
+        if pages < self.limit {
+            // Full means a request is waiting already; gone means the store is closing.
+            let _ = self.checkpoints.try_send(Checkpoint::Run);
+            self.asked = Some(self.finished.load(Ordering::Acquire));
+            return;
         }
+        // Writes have not paused long enough for the log to start over: copy what the
+        // checkpointer has not, so the next transaction starts it over. Should a reader of
+        // another process still hold old pages, the log cannot start over yet: the writer tries
+        // again once as many pages more have been written.
+        if let Err(err) = passive_checkpoint(conn) {
+            tracing::debug!(error = %err, "a checkpoint on the writer failed");
+        }
+        (self.asked, self.limit) = (None, pages.saturating_add(LOG_PAGES_LIMIT));
     }
 }
 
