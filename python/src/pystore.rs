@@ -4,8 +4,9 @@
 //! (`MemoryScope`, `MemorySource`, epoch-second floats, revision and cursor strings), awaits
 //! them on the asyncio loop that was running when it was made, and reads the replies back:
 //! a `MemoryRecord` or `None`, a `MemoryPage`, a `MemoryCleanupPage`, a `NamespacePage`, a
-//! `UserPage`, an `ApplicationPage`, a `bool` or an `int`. So the core's layers (the fact port, the scoped handle, the conformance
-//! cases) run over a Python store exactly as over a Rust one.
+//! `UserPage`, an `ApplicationPage`, a `bool` or an `int`. So the core's layers (the fact
+//! port, the scoped handle, the conformance cases) run over a Python store exactly as over a
+//! Rust one.
 //!
 //! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
 //! shape is a `Storage` error naming the provider `python`.

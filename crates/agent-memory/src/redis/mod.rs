@@ -332,10 +332,10 @@ impl crate::observe::Backend for RedisMemoryStore {
         let mut reply = self.eval(&build(false)?).await?;
         if reply == Value::Int(-5) {
             // The user's first record: index the user (and its application), then write (the
-            // first call wrote nothing, so this is not a retry of a write). A refused first write leaves the
-            // entry: a concurrent first write of the same user may be about to succeed, and
-            // taking the user out could hide its record. Listing skips such ghosts;
-            // `delete_user` removes them.
+            // first call wrote nothing, so this is not a retry of a write). A refused first
+            // write leaves the entry: a concurrent first write of the same user may be about
+            // to succeed, and taking the user out could hide its record. Listing skips such
+            // ghosts; `delete_user` removes them.
             self.index_user(scope.application_id(), scope.user_id()).await?;
             reply = self.eval(&build(true)?).await?;
         }
