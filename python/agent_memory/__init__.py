@@ -38,6 +38,7 @@ from ._native import (
     MAX_METADATA_SOURCE_BYTES,
     MAX_PAGE_LIMIT,
     VERSION as __version__,
+    ApplicationPage,
     Fact,
     MemoryCleanupPage,
     MemoryPage,
@@ -59,6 +60,7 @@ from ._stores import (
 )
 
 __all__ = [
+    "ApplicationPage",
     "DEFAULT_PAGE_LIMIT",
     "Fact",
     "Facts",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Protocol, Union, runtime_checkable
 
 from ._native import (
+    ApplicationPage,
     MemoryCleanupPage,
     MemoryPage,
     MemoryRecord,
@@ -98,6 +99,13 @@ class MemoryStore(Protocol):
         """The ids of the application's users that hold a record (expired ones included), in
         ascending byte order. Trusted maintenance only: never a model tool. A page may be
         short and still have a ``next_cursor``: continue while it is set."""
+
+    async def list_applications(
+        self, limit: int = 20, after: Optional[str] = None
+    ) -> ApplicationPage:
+        """The ids of the store's applications that hold a record (expired ones included), in
+        ascending byte order. Trusted maintenance only: never a model tool. A page may be short
+        and still have a ``next_cursor``: continue while it is set."""
 
     async def purge_expired(
         self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import (
+    ApplicationPage,
     Fact,
     ManualClock,
     MemoryCleanupPage,
@@ -124,6 +125,13 @@ class _NativeStore:
         """The application's user ids that hold records, in byte order (trusted maintenance
         only)."""
         return await self._native.list_users(application_id, limit, after)
+
+    async def list_applications(
+        self, limit: int = 20, after: Optional[str] = None
+    ) -> ApplicationPage:
+        """The store's application ids that hold records, in byte order (trusted maintenance
+        only)."""
+        return await self._native.list_applications(limit, after)
 
     async def purge_expired(
         self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None

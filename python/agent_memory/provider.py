@@ -11,6 +11,7 @@ package (one validation module, in Rust), instead of a copy of them:
 | the ``next_cursor`` of such a page | ``key_cursor(kind, scope, last_key, prefix="")`` (the prefix binds the cursor to that listing) |
 | the same for ``list_namespaces`` | ``namespace_page(application_id, user_id, limit, after)``, ``namespace_cursor(application_id, user_id, last_namespace)`` (``""`` is the default namespace) |
 | the same for ``list_users`` | ``user_page(application_id, limit, after)``, ``user_cursor(application_id, last_user_id)`` |
+| the same for ``list_applications`` | ``application_page(limit, after)``, ``application_cursor(last_application_id)`` |
 
 Each raises ``MemoryValidationError`` naming the field, with the core's message. Then run
 ``agent_memory.testing.MemoryStoreConformanceMixin`` against the store.
@@ -23,6 +24,8 @@ from ._native import (
     MAX_METADATA_DEPTH,
     MAX_METADATA_SOURCE_BYTES,
     MAX_PAGE_LIMIT,
+    application_cursor,
+    application_page,
     check_key,
     check_put,
     check_query,
@@ -42,6 +45,8 @@ __all__ = [
     "MAX_METADATA_DEPTH",
     "MAX_METADATA_SOURCE_BYTES",
     "MAX_PAGE_LIMIT",
+    "application_cursor",
+    "application_page",
     "check_key",
     "check_put",
     "check_query",

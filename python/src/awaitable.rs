@@ -22,7 +22,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 
 use agent_memory::{
-    Fact, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, NamespacePage, UserPage,
+    ApplicationPage, Fact, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, NamespacePage,
+    UserPage,
 };
 use futures_util::FutureExt as _;
 use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyStopIteration};
@@ -32,7 +33,9 @@ use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt as _;
 
 use crate::errors::{panicked, to_py};
-use crate::types::{PyCleanupPage, PyFact, PyNamespacePage, PyPage, PyRecord, PyUserPage};
+use crate::types::{
+    PyApplicationPage, PyCleanupPage, PyFact, PyNamespacePage, PyPage, PyRecord, PyUserPage,
+};
 
 /// A successful answer of the core, before it becomes a Python value.
 pub(crate) enum Reply {
@@ -44,6 +47,7 @@ pub(crate) enum Reply {
     Cleanup(MemoryCleanupPage),
     Namespaces(NamespacePage),
     Users(UserPage),
+    Applications(ApplicationPage),
     Fact(Fact),
     Facts(Vec<Fact>),
     /// A memory tool command's result text, and whether it is an error for the model.
@@ -90,6 +94,7 @@ impl Outcome {
             Reply::Cleanup(page) => PyCleanupPage::from_core(page).into_py_any(py),
             Reply::Namespaces(page) => PyNamespacePage::from_core(py, page)?.into_py_any(py),
             Reply::Users(page) => PyUserPage::from_core(py, page)?.into_py_any(py),
+            Reply::Applications(page) => PyApplicationPage::from_core(py, page)?.into_py_any(py),
             Reply::Fact(fact) => PyFact::from(fact).into_py_any(py),
             Reply::Facts(facts) => {
                 let facts = facts

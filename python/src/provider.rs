@@ -155,6 +155,22 @@ fn user_cursor(application_id: &str, user_id: &str) -> String {
     provider::user_cursor(application_id, user_id).into()
 }
 
+/// Checks `limit` and `after` of `list_applications` and returns the application id to
+/// continue after, or `None` to start at the first.
+#[pyfunction]
+#[pyo3(signature = (limit, after = None))]
+fn application_page(py: Python<'_>, limit: i64, after: Option<&str>) -> PyResult<Option<String>> {
+    let request = page_arg(py, limit, after)?;
+    let page = request.application_page().map_err(|e| to_py(py, e))?;
+    Ok(page.after)
+}
+
+/// The cursor that continues `list_applications` after `application_id`.
+#[pyfunction]
+fn application_cursor(application_id: &str) -> String {
+    provider::application_cursor(application_id).into()
+}
+
 /// Adds the helpers and the core's limits to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_put, m)?)?;
@@ -167,6 +183,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(namespace_cursor, m)?)?;
     m.add_function(wrap_pyfunction!(user_page, m)?)?;
     m.add_function(wrap_pyfunction!(user_cursor, m)?)?;
+    m.add_function(wrap_pyfunction!(application_page, m)?)?;
+    m.add_function(wrap_pyfunction!(application_cursor, m)?)?;
     m.add("MAX_KEY_BYTES", validation::MAX_KEY_BYTES)?;
     m.add("MAX_CONTENT_BYTES", validation::MAX_CONTENT_BYTES)?;
     m.add("MAX_METADATA_SOURCE_BYTES", validation::MAX_METADATA_SOURCE_BYTES)?;

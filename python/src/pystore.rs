@@ -3,9 +3,10 @@
 //! [`PyStore`] calls the Python object's async methods with the package's own types
 //! (`MemoryScope`, `MemorySource`, epoch-second floats, revision and cursor strings), awaits
 //! them on the asyncio loop that was running when it was made, and reads the replies back:
-//! a `MemoryRecord` or `None`, a `MemoryPage`, a `MemoryCleanupPage`, a `NamespacePage`, a `UserPage`, a
-//! `bool` or an `int`. So the core's layers (the fact port, the scoped handle, the conformance
-//! cases) run over a Python store exactly as over a Rust one.
+//! a `MemoryRecord` or `None`, a `MemoryPage`, a `MemoryCleanupPage`, a `NamespacePage`, a
+//! `UserPage`, an `ApplicationPage`, a `bool` or an `int`. So the core's layers (the fact
+//! port, the scoped handle, the conformance cases) run over a Python store exactly as over a
+//! Rust one.
 //!
 //! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
 //! shape is a `Storage` error naming the provider `python`.
@@ -14,8 +15,8 @@ use std::fmt;
 
 use agent_memory::provider::CursorKind;
 use agent_memory::{
-    Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
-    NamespacePage, PageRequest, Result, Revision, UserPage,
+    ApplicationPage, Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore,
+    MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -24,7 +25,8 @@ use pyo3_async_runtimes::TaskLocals;
 use crate::convert;
 use crate::errors::{bad_reply, from_py};
 use crate::types::{
-    records_from, PyCleanupPage, PyNamespacePage, PyPage, PyRecord, PyScope, PySource, PyUserPage,
+    records_from, PyApplicationPage, PyCleanupPage, PyNamespacePage, PyPage, PyRecord, PyScope,
+    PySource, PyUserPage,
 };
 
 /// A Python object with the `MemoryStore` protocol's async methods.
@@ -294,6 +296,35 @@ impl MemoryStore for PyStore {
             what,
         )?;
         Ok(UserPage { items, next_cursor: reply_cursor(next)? })
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        if !page.prefix.is_empty() {
+            page.application_page()?;
+        }
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                store.call_method("list_applications", (), Some(&kwargs))
+            })
+            .await?;
+        let what = "the Python store's list_applications did not return an ApplicationPage";
+        let (items, next) = read(
+            reply,
+            |r| {
+                let page = r.cast::<PyApplicationPage>()?.get();
+                let (items, next) = page.parts(r.py());
+                let ids = items
+                    .iter()
+                    .map(|item| item.extract::<String>())
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((ids, next))
+            },
+            what,
+        )?;
+        Ok(ApplicationPage { items, next_cursor: reply_cursor(next)? })
     }
 
     async fn purge_expired(

@@ -393,6 +393,18 @@ impl NativeStore {
         )
     }
 
+    #[pyo3(signature = (limit = 20, after = None))]
+    fn list_applications<'py>(
+        &self,
+        py: Python<'py>,
+        limit: i64,
+        after: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?;
+        let store = Arc::clone(&self.store);
+        run(py, async move { store.list_applications(page).await.map(Reply::Applications).into() })
+    }
+
     #[pyo3(signature = (scope, limit = 100, after = None))]
     fn purge_expired<'py>(
         &self,

@@ -1,5 +1,6 @@
 //! The vocabulary as Python classes: `MemoryScope`, `MemorySource`, `MemoryRecord`,
-//! `MemoryPage`, `MemoryCleanupPage`, `NamespacePage`, `UserPage` and `Fact`.
+//! `MemoryPage`, `MemoryCleanupPage`, `NamespacePage`, `UserPage`, `ApplicationPage` and
+//! `Fact`.
 //!
 //! Each is frozen and wraps the core's own value, so a scope is validated by the core's one
 //! constructor and a record read from a provider is handed over without copying its fields.
@@ -9,7 +10,8 @@
 //! `repr()` never shows stored text, keys or ids (they end up in logs); the attributes do.
 
 use agent_memory::{
-    Fact, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, NamespacePage, Source, UserPage,
+    ApplicationPage, Fact, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, NamespacePage,
+    Source, UserPage,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -489,6 +491,63 @@ impl PyUserPage {
 
 impl PyUserPage {
     pub(crate) fn from_core(py: Python<'_>, page: UserPage) -> PyResult<Self> {
+        Ok(Self {
+            items: PyTuple::new(py, page.items)?.unbind(),
+            next_cursor: page.next_cursor.map(String::from),
+        })
+    }
+
+    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
+        (self.items.bind(py).clone(), self.next_cursor.clone())
+    }
+}
+
+/// `ApplicationPage(items, next_cursor=None)`: the ids of the store's applications holding
+/// records.
+#[pyclass(frozen, name = "ApplicationPage", module = "agent_memory")]
+pub(crate) struct PyApplicationPage {
+    items: Py<PyTuple>,
+    next_cursor: Option<String>,
+}
+
+#[pymethods]
+impl PyApplicationPage {
+    #[new]
+    #[pyo3(signature = (items, next_cursor = None))]
+    fn new(
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        next_cursor: Option<String>,
+    ) -> PyResult<Self> {
+        let ids = items
+            .try_iter()?
+            .map(|item| item?.extract::<String>())
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Self { items: PyTuple::new(py, ids)?.unbind(), next_cursor })
+    }
+
+    /// The application ids, in ascending byte order.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.items.clone_ref(py)
+    }
+
+    /// Pass it as `after` for the next page; `None` only when nothing is left. A page may be
+    /// short, even empty, and still have one.
+    #[getter]
+    fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+        let count = self.items.bind(py).len();
+        format!("ApplicationPage(items=<{count} applications>, next_cursor={more})")
+    }
+}
+
+impl PyApplicationPage {
+    pub(crate) fn from_core(py: Python<'_>, page: ApplicationPage) -> PyResult<Self> {
         Ok(Self {
             items: PyTuple::new(py, page.items)?.unbind(),
             next_cursor: page.next_cursor.map(String::from),

@@ -12,6 +12,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from agent_memory import (
+    ApplicationPage,
     MemoryCleanupPage,
     MemoryConflictError,
     MemoryPage,
@@ -22,6 +23,8 @@ from agent_memory import (
     UserPage,
 )
 from agent_memory.provider import (
+    application_cursor,
+    application_page,
     check_key,
     check_put,
     check_query,
@@ -253,6 +256,20 @@ class DictStore:
         page = ids[:limit]
         cursor = user_cursor(application_id, page[-1]) if len(ids) > limit else None
         return UserPage(page, cursor)
+
+    async def list_applications(self, limit=20, after=None):
+        start = application_page(limit, after)
+        self._ensure_started()
+        ids = sorted(
+            {
+                app
+                for (app, _user), namespaces in self._users.items()
+                if any(namespaces.values()) and (start is None or app > start)
+            }
+        )
+        page = ids[:limit]
+        cursor = application_cursor(page[-1]) if len(ids) > limit else None
+        return ApplicationPage(page, cursor)
 
     async def purge_expired(self, scope, limit=100, after=None):
         start = key_page("purge", scope, limit, after)

@@ -94,7 +94,11 @@ class SeedExamples(unittest.IsolatedAsyncioTestCase):
         users = await self.store.list_users("support-bot", limit=5)
         self.assertEqual(users.items, ("user-42",))
         self.assertIsNone(users.next_cursor)
+        apps = await self.store.list_applications(limit=1)
+        self.assertEqual(apps.items, ("support-bot",))
+        self.assertIsNone(apps.next_cursor)
         self.assertEqual(await self.store.delete_user("support-bot", "user-42"), 1)
+        self.assertEqual((await self.store.list_applications()).items, ())
 
     async def test_fact_port(self):
         memory = Facts(self.store)

@@ -1,5 +1,6 @@
-//! End-to-end tests of the whole-application commands (`users`, `purge-expired --all-users`,
-//! `export --all-users`, `migrate`) on real SQLite files and the test PostgreSQL.
+//! End-to-end tests of the whole-application commands (`users`, `apps`, `purge-expired
+//! --all-users`, `export --all-users`, `migrate`, `migrate --all-apps`) on real SQLite files
+//! and the test PostgreSQL.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,12 +27,17 @@ fn stores(fx: &Fixture, name: &str) -> Vec<String> {
 
 /// JSON Lines of `count` records for each user, in two namespaces, for `import --any-user`.
 fn bulk(users: &[&str], count: usize, extra: &str) -> String {
+    bulk_in("app", users, count, extra)
+}
+
+/// As [`bulk`], for the users of `app`.
+fn bulk_in(app: &str, users: &[&str], count: usize, extra: &str) -> String {
     let mut lines = String::new();
     for user in users {
         for i in 0..count {
             let namespace = if i % 2 == 0 { "even" } else { "odd" };
             lines.push_str(&format!(
-                "{{\"scope\":{{\"application_id\":\"app\",\"user_id\":\"{user}\",\
+                "{{\"scope\":{{\"application_id\":\"{app}\",\"user_id\":\"{user}\",\
                  \"namespace\":\"{namespace}\"}},\"key\":\"k{i:04}\",\"content\":\"{user} {i}\",\
                  \"metadata\":{{\"n\":{i}}}{extra}}}\n"
             ));
@@ -306,4 +312,161 @@ fn a_killed_migration_resumes_and_verifies() {
     assert_eq!(summary["users"], 40);
     assert_eq!(summary["verified"], true);
     assert_eq!(all_records(&fx, &target), all_records(&fx, &fx.store));
+}
+
+/// Seeds `store` with `apps`: each application, its users and records per user.
+fn seed_apps(fx: &Fixture, store: &str, apps: &[(&str, &[&str], usize)]) {
+    let lines: String =
+        apps.iter().map(|(app, users, count)| bulk_in(app, users, *count, "")).collect();
+    fx.bare().args(["--store", store, "import", "--any-user"]).write_stdin(lines).assert().code(OK);
+}
+
+fn migrate_all(fx: &Fixture, from: &str, to: &str, args: &[&str]) -> std::process::Output {
+    fx.bare()
+        .args(["--store", from, "migrate", "--to", to, "--all-apps"])
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+/// The application ids of `store`, as `apps --all` prints them.
+fn apps_of(fx: &Fixture, store: &str) -> Vec<String> {
+    let output = fx.bare().args(["--store", store, "apps", "--all"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(OK), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(str::to_owned).collect()
+}
+
+/// Every live record of every application of `store`, application by application.
+fn every_record(fx: &Fixture, store: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    for app in apps_of(fx, store) {
+        all.extend(comparable(&stdout_json(fx.bare().args([
+            "--store",
+            store,
+            "--app",
+            &app,
+            "export",
+            "--all-users",
+        ]))));
+    }
+    all
+}
+
+#[test]
+fn apps_lists_pages_and_continues_after_an_application() {
+    let fx = Fixture::new();
+    for store in stores(&fx, "apps") {
+        seed_apps(&fx, &store, &[("b", &["u1"], 1), ("a", &["u1", "u2"], 1), ("é", &["u"], 1)]);
+        let output =
+            fx.bare().args(["--store", &store, "apps", "--limit", "2"]).output().expect("runs");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "a\nb\n");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "more applications: continue with --after b\n"
+        );
+        let rest = fx.bare().args(["--store", &store, "apps", "--after", "b"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&rest.stdout), "é\n");
+        assert_eq!(apps_of(&fx, &store), ["a", "b", "é"]);
+        let listed = stdout_json(fx.bare().args(["--store", &store, "apps", "--json", "--all"]));
+        assert_eq!(listed[0], json!({"application_id": "a"}));
+        let none = fx.bare().args(["--store", &store, "apps", "--after", "é"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&none.stdout), "no applications\n");
+    }
+}
+
+#[test]
+fn migrate_all_apps_sqlite_to_postgres_copies_and_verifies_every_application() {
+    let fx = Fixture::new();
+    seed_apps(
+        &fx,
+        &fx.store,
+        &[("app", &["u1", "u2"], 30), ("app-b", &["u1"], 10), ("été", &["u1", "u2"], 5)],
+    );
+    let target = postgres_store("migrate_all");
+
+    let dry = migrate_all(&fx, &fx.store, &target, &["--dry-run", "--json"]);
+    assert_eq!(dry.status.code(), Some(OK), "{}", String::from_utf8_lossy(&dry.stderr));
+    assert_eq!(
+        json_lines(&dry.stdout),
+        vec![
+            json!({"application_id": "app", "dry_run": true, "users": 2, "records": 60}),
+            json!({"application_id": "app-b", "dry_run": true, "users": 1, "records": 10}),
+            json!({"application_id": "été", "dry_run": true, "users": 2, "records": 10}),
+            json!({"dry_run": true, "applications": 3, "users": 5, "records": 80}),
+        ]
+    );
+    assert_eq!(apps_of(&fx, &target), ["no applications"], "a dry run writes nothing");
+
+    let run = migrate_all(&fx, &fx.store, &target, &[]);
+    assert_eq!(run.status.code(), Some(OK), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "application app: migrated 60 records of 2 users\n\
+         application app-b: migrated 10 records of 1 user\n\
+         application été: migrated 10 records of 2 users\n\
+         migrated 80 records of 5 users in 3 applications; verified: record counts and \
+         checksums equal\n"
+    );
+    assert_eq!(apps_of(&fx, &target), ["app", "app-b", "été"]);
+    assert_eq!(every_record(&fx, &target), every_record(&fx, &fx.store));
+
+    // From an application on, and from a user in the first one migrated.
+    let again =
+        migrate_all(&fx, &fx.store, &target, &["--after-app", "app", "--after", "u1", "--json"]);
+    assert_eq!(again.status.code(), Some(OK), "{}", String::from_utf8_lossy(&again.stderr));
+    let lines = json_lines(&again.stdout);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!((&lines[0]["application_id"], &lines[0]["users"]), (&json!("app-b"), &json!(0)));
+    assert_eq!((&lines[1]["application_id"], &lines[1]["users"]), (&json!("été"), &json!(2)));
+    assert_eq!(lines[2]["applications"], 2);
+    assert_eq!(lines[2]["verified"], true);
+    assert_eq!(every_record(&fx, &target), every_record(&fx, &fx.store));
+
+    // --all-apps replaces --app, from a flag or the environment.
+    for app in [vec!["--app", "app"], vec![]] {
+        let mut cmd = fx.bare();
+        if app.is_empty() {
+            cmd.env("AGENT_MEMORY_APP", "app");
+        }
+        let refused = cmd
+            .args(["--store", &fx.store])
+            .args(&app)
+            .args(["migrate", "--to", &target, "--all-apps"])
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    }
+}
+
+#[test]
+fn a_stopped_migration_of_every_application_says_where_to_continue_and_resumes() {
+    let fx = Fixture::new();
+    seed_apps(&fx, &fx.store, &[("a1", &["u1"], 3), ("a2", &["u1"], 3), ("a2", &["u2"], 5)]);
+    let target = fx.other_store("target.db");
+    let small = format!("{target}?max_records_per_user=4");
+
+    let stopped = migrate_all(&fx, &fx.store, &small, &[]);
+    assert_eq!(stopped.status.code(), Some(QUOTA_EXCEEDED));
+    assert_eq!(
+        String::from_utf8_lossy(&stopped.stdout),
+        "application a1: migrated 3 records of 1 user\n"
+    );
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        stderr.contains(
+            "migration of application a2 stopped after copying 6 records, 2 users copied and \
+             verified (continue with --after-app a1): quota exceeded"
+        ),
+        "{stderr}"
+    );
+
+    let resumed = migrate_all(&fx, &fx.store, &target, &["--after-app", "a1", "--json"]);
+    assert_eq!(resumed.status.code(), Some(OK), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let summary = json_lines(&resumed.stdout).pop().unwrap();
+    assert_eq!(
+        summary,
+        json!({"applications": 1, "users": 2, "records": 8, "skipped_expired": 0,
+               "differences": 0, "verified": true})
+    );
+    assert_eq!(every_record(&fx, &target), every_record(&fx, &fx.store));
 }

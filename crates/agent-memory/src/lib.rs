@@ -40,8 +40,9 @@
 //!   `Arc<dyn MemoryStore>` from [`open`].
 //! - [`MemoryScope`]: application + user (+ namespace), the isolation boundary.
 //! - [`MemoryRecord`], [`MemoryWrite`], [`Revision`], [`Source`], [`Timestamp`]: the vocabulary.
-//! - [`PageRequest`], [`MemoryPage`], [`MemoryCleanupPage`], [`NamespacePage`], [`UserPage`], [`Cursor`]:
-//!   bounded pages with opaque cursors; `list` can be restricted to a key prefix.
+//! - [`PageRequest`], [`MemoryPage`], [`MemoryCleanupPage`], [`NamespacePage`], [`UserPage`],
+//!   [`ApplicationPage`], [`Cursor`]: bounded pages with opaque cursors; `list` can be
+//!   restricted to a key prefix.
 //! - [`ScopedMemory`]: a store bound to one scope and source, for agent code.
 //! - [`Facts`]: the simpler fact port (remember, forget, recall, erase).
 //! - [`validation`]: every input limit, shared by all providers.
@@ -163,8 +164,8 @@
 //! Implement [`MemoryStore`] with the building blocks of [`provider`]: check input with
 //! [`MemoryWrite::validate`], the [`validation`] rules and [`PageRequest::key_page`] before any
 //! I/O; run one atomic operation in the datastore with the whole scope inside it; build replies
-//! with [`provider::PageBuilder`], [`provider::namespace_page`], [`provider::user_page`] and
-//! [`provider::key_cursor`]. A
+//! with [`provider::PageBuilder`], [`provider::namespace_page`], [`provider::user_page`],
+//! [`provider::application_page`] and [`provider::key_cursor`]. A
 //! `list` reads the keys of [`provider::KeyPage`]'s range: after its cursor (else from its
 //! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan.
 //! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
@@ -242,7 +243,8 @@ pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
 pub use memory::{InMemoryStore, InMemoryStoreBuilder};
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{
-    Cursor, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage, DEFAULT_PAGE_LIMIT,
+    ApplicationPage, Cursor, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    DEFAULT_PAGE_LIMIT,
 };
 pub use quota::Quotas;
 pub use record::{MemoryRecord, Metadata, Revision, Source};

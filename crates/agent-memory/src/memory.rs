@@ -6,7 +6,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage,
+    PageRequest, UserPage,
 };
 use crate::provider::{
     self, key_cursor, search_contains, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
@@ -64,12 +65,13 @@ pub struct InMemoryStore {
 /// user holds in all.
 ///
 /// One hash lookup finds a user, by borrowed ids; namespaces and keys are ordered maps because
-/// listing pages them in byte order. Beside them, each application's user ids in byte order,
-/// for `list_users`: an entry exists exactly while the user's [`Held`] does.
+/// listing pages them in byte order. Beside them, the applications in byte order and each
+/// one's user ids in byte order, for `list_applications` and `list_users`: a user's entry
+/// exists exactly while its [`Held`] does, and an application's while it has a user.
 #[derive(Debug, Default)]
 struct Users {
     held: hashbrown::HashMap<UserKey, Held>,
-    by_application: hashbrown::HashMap<Box<str>, BTreeSet<Box<str>>>,
+    by_application: BTreeMap<Box<str>, BTreeSet<Box<str>>>,
 }
 
 impl Users {
@@ -630,6 +632,22 @@ impl crate::observe::Backend for InMemoryStore {
         let ids =
             ids.range::<str, _>((start, Unbounded)).map(|id| id.to_string()).take(page.limit + 1);
         provider::user_page(PROVIDER, application_id, page.limit, ids)
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        let page = page.application_page()?;
+        let users = self.read()?;
+        use std::ops::Bound::{Excluded, Unbounded};
+        let start = match page.after.as_deref() {
+            Some(app) => Excluded(app),
+            None => Unbounded,
+        };
+        let ids = users
+            .by_application
+            .range::<str, _>((start, Unbounded))
+            .map(|(id, _)| id.to_string())
+            .take(page.limit + 1);
+        provider::application_page(PROVIDER, page.limit, ids)
     }
 
     async fn purge_expired(

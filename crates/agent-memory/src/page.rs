@@ -173,6 +173,37 @@ impl PageRequest {
         };
         Ok(NamePage { limit: self.limit, after })
     }
+
+    /// Checks this request for a page of the store's applications: the limit, and that the
+    /// cursor came from `list_applications`.
+    ///
+    /// ```
+    /// use agent_memory::provider::{application_cursor, user_cursor};
+    /// use agent_memory::PageRequest;
+    ///
+    /// let page = PageRequest::new(5).after(application_cursor("app-1"));
+    /// assert_eq!(page.application_page()?.after.as_deref(), Some("app-1"));
+    /// assert!(page.user_page("app-1").is_err());
+    /// let users = PageRequest::new(5).after(user_cursor("app-1", "user-1"));
+    /// assert!(users.application_page().is_err());
+    /// assert!(PageRequest::new(5).prefix("a").application_page().is_err());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `limit`, `prefix` (applications take none) or
+    /// `cursor`.
+    pub fn application_page(&self) -> Result<NamePage> {
+        validation::limit(self.limit)?;
+        if !self.prefix.is_empty() {
+            return Err(MemoryError::invalid("prefix", "applies to list only"));
+        }
+        let after = match &self.after {
+            Some(cursor) => Some(cursor.application_position()?),
+            None => None,
+        };
+        Ok(NamePage { limit: self.limit, after })
+    }
 }
 
 /// A checked page request over one scope's keys, from [`PageRequest::key_page`].
@@ -246,14 +277,15 @@ fn prefix_end(prefix: &str) -> Option<String> {
     Some(end)
 }
 
-/// A checked page request over names (the namespaces of one application user, or the users
-/// of one application), from [`PageRequest::namespace_page`] or [`PageRequest::user_page`].
+/// A checked page request over names (the namespaces of one application user, the users of
+/// one application, or the applications of the store), from [`PageRequest::namespace_page`],
+/// [`PageRequest::user_page`] or [`PageRequest::application_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePage {
     /// How many names at most, 1 through 100.
     pub limit: usize,
     /// The name to continue after (the empty string for the default namespace; a user id for
-    /// users); `None` starts at the first.
+    /// users; an application id for applications); `None` starts at the first.
     pub after: Option<String>,
 }
 
@@ -307,6 +339,19 @@ pub struct UserPage {
     pub next_cursor: Option<Cursor>,
 }
 
+/// A page of application ids from
+/// [`list_applications`](crate::MemoryStore::list_applications), in ascending byte order.
+///
+/// Pass `next_cursor` back as [`PageRequest::after`] until it is `None`, even when `items` is
+/// short or empty: a provider may stop early and still say that more may follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplicationPage {
+    /// The ids of the applications that hold at least one record.
+    pub items: Vec<String>,
+    /// Where the next page starts; `None` when nothing is left.
+    pub next_cursor: Option<Cursor>,
+}
+
 /// The operation a cursor continues; a cursor works only for the operation and scope that
 /// produced it. For providers: see [`crate::provider`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,6 +368,9 @@ pub enum CursorKind {
     /// [`list_users`](crate::MemoryStore::list_users): the position is a user id, and the
     /// cursor is bound to the application.
     Users,
+    /// [`list_applications`](crate::MemoryStore::list_applications): the position is an
+    /// application id.
+    Applications,
 }
 
 impl CursorKind {
@@ -333,6 +381,7 @@ impl CursorKind {
             CursorKind::Purge => b'p',
             CursorKind::Namespaces => b'n',
             CursorKind::Users => b'u',
+            CursorKind::Applications => b'a',
         }
     }
 }
@@ -398,6 +447,11 @@ impl Cursor {
     /// `position`.
     pub(crate) fn for_application(application_id: &str, position: &str) -> Self {
         Self::encode(CursorKind::Users, application_tag(application_id), position)
+    }
+
+    /// A [`CursorKind::Applications`] cursor, positioned after the application id `position`.
+    pub(crate) fn for_applications(position: &str) -> Self {
+        Self::encode(CursorKind::Applications, applications_tag(), position)
     }
 
     fn encode(kind: CursorKind, tag: u64, position: &str) -> Self {
@@ -466,6 +520,17 @@ impl Cursor {
         Ok(position)
     }
 
+    /// The application id a [`CursorKind::Applications`] cursor continues after.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) when the cursor is malformed or came from another
+    /// operation.
+    pub(crate) fn application_position(&self) -> Result<String> {
+        let position = self.checked(CursorKind::Applications, applications_tag())?;
+        validation::id("application_id", &position).map_err(|_| malformed())?;
+        Ok(position)
+    }
+
     fn checked(&self, kind: CursorKind, tag: u64) -> Result<String> {
         let (found_kind, found_tag, position) = decode(&self.0)?;
         if found_kind != kind.byte() {
@@ -497,7 +562,7 @@ fn decode(token: &str) -> Result<(u8, u64, String)> {
         return Err(malformed());
     }
     let kind = bytes[1];
-    if ![b'l', b's', b'p', b'n', b'u'].contains(&kind) {
+    if ![b'l', b's', b'p', b'n', b'u', b'a'].contains(&kind) {
         return Err(malformed());
     }
     let mut tag = [0u8; 8];
@@ -547,6 +612,11 @@ fn user_tag(application_id: &str, user_id: &str) -> u64 {
 
 fn application_tag(application_id: &str) -> u64 {
     tag_of(&[&[CursorKind::Users.byte()], application_id.as_bytes()])
+}
+
+/// The store has one list of applications, so the tag names only the operation.
+fn applications_tag() -> u64 {
+    tag_of(&[&[CursorKind::Applications.byte()]])
 }
 
 impl fmt::Debug for Cursor {

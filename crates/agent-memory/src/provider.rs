@@ -15,6 +15,8 @@
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
 //! | check a page of users | [`PageRequest::user_page`](crate::PageRequest::user_page), giving a [`NamePage`] |
 //! | reply with users | [`user_page`] from the stored user ids, one more than the limit when more follow; [`user_cursor`] after the last id inspected when a page stops early |
+//! | check a page of applications | [`PageRequest::application_page`](crate::PageRequest::application_page), giving a [`NamePage`] |
+//! | reply with applications | [`application_page`] from the stored application ids, one more than the limit when more follow; [`application_cursor`] after the last id inspected when a page stops early |
 //! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
 //! | bound and match a `search` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]), [`search_contains`] for the match, [`search_prefilter`] for a datastore whose own substring function is not linear |
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
@@ -47,7 +49,7 @@
 //! ```
 
 use crate::error::{MemoryError, Result};
-use crate::page::{Cursor, MemoryPage, NamespacePage, UserPage};
+use crate::page::{ApplicationPage, Cursor, MemoryPage, NamespacePage, UserPage};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -74,6 +76,11 @@ pub fn namespace_cursor(application_id: &str, user_id: &str, position: &str) -> 
 /// A `list_users` cursor for one application, continuing after the user id `position`.
 pub fn user_cursor(application_id: &str, position: &str) -> Cursor {
     Cursor::for_application(application_id, position)
+}
+
+/// A `list_applications` cursor, continuing after the application id `position`.
+pub fn application_cursor(position: &str) -> Cursor {
+    Cursor::for_applications(position)
 }
 
 /// Collects one page of records read in ascending key order.
@@ -241,4 +248,41 @@ pub fn user_page(
         _ => None,
     };
     Ok(UserPage { items, next_cursor })
+}
+
+/// A page of the store's application ids from the stored ids in ascending byte order,
+/// over-fetched by one: an id after the first `limit` means more follow.
+///
+/// ```
+/// use agent_memory::provider::application_page;
+/// use agent_memory::PageRequest;
+///
+/// let ids = ["app-a", "app-b", "app-c"].map(String::from);
+/// let page = application_page("example", 2, ids)?;
+/// assert_eq!(page.items, ["app-a", "app-b"]);
+/// let next = PageRequest::new(2).after(page.next_cursor.expect("more follow"));
+/// assert_eq!(next.application_page()?.after.as_deref(), Some("app-b"));
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// ```
+///
+/// # Errors
+/// [`Storage`](MemoryError::Storage) from `provider` when a stored id is not a valid
+/// application id (the datastore holds something this crate could not have written).
+pub fn application_page(
+    provider: &'static str,
+    limit: usize,
+    ids: impl IntoIterator<Item = String>,
+) -> Result<ApplicationPage> {
+    let mut ids = ids.into_iter();
+    let mut items = Vec::with_capacity(limit.min(128));
+    for id in ids.by_ref().take(limit) {
+        crate::validation::id("application_id", &id)
+            .map_err(|_| MemoryError::storage(provider, "a stored application id is unreadable"))?;
+        items.push(id);
+    }
+    let next_cursor = match items.last() {
+        Some(last) if ids.next().is_some() => Some(application_cursor(last)),
+        _ => None,
+    };
+    Ok(ApplicationPage { items, next_cursor })
 }

@@ -1,7 +1,9 @@
 //! The [`MemoryStore`] trait every provider implements.
 
 use crate::error::Result;
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage};
+use crate::page::{
+    ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::write::MemoryWrite;
@@ -207,6 +209,25 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// `Invalid` for a bad application id, limit, prefix or cursor; `Storage`.
     async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage>;
+
+    /// Pages the ids of the store's applications that physically hold at least one record,
+    /// expired ones included, in ascending byte order.
+    ///
+    /// # Behavior
+    /// - Trusted maintenance only, like `list_users`: never expose it as a model tool or an
+    ///   MCP tool, since it names every application of the store. It is what a whole-store
+    ///   operation (a migration, a backup) walks, calling `list_users` for each application.
+    /// - An application whose records have all expired is listed until they are swept; an
+    ///   application is gone from the listing once `delete_user` has erased its every user.
+    /// - `page.prefix` must be empty; a cursor from another operation (`list_users` among
+    ///   them) is refused, and so is a `list_applications` cursor passed to another operation.
+    /// - Each call costs a bounded amount of work whatever the store holds. A page may hold
+    ///   fewer than `page.limit` ids (even none) and still come with a cursor: pass
+    ///   `next_cursor` back until it is `None`.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad limit, prefix or cursor; `Storage`.
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage>;
 
     /// Inspects at most `page.limit` keys of one namespace in ascending order and physically
     /// removes the expired ones.

@@ -148,6 +148,7 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
             let (app, user) = (scope.application_id(), scope.user_id());
             store.list_namespaces(app, user, PageRequest::new(10)).await.unwrap();
             store.list_users(app, PageRequest::new(10)).await.unwrap();
+            store.list_applications(PageRequest::new(10)).await.unwrap();
             store.purge_expired(&scope, PageRequest::new(10)).await.unwrap();
             store.delete(&scope, &key, Some(&saved.revision)).await.unwrap();
             store.put(&scope, &key, MemoryWrite::new(MARKER)).await.unwrap();
@@ -177,6 +178,10 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
     let users = only(&spans, "list_users", system);
     assert_eq!(users["db.response.returned_rows"], "1");
     assert_eq!(users["agent_memory.page.has_more"], "false");
+    // Other tests' applications may share the datastore: the count is theirs too.
+    let applications = only(&spans, "list_applications", system);
+    assert!(applications.contains_key("db.response.returned_rows"));
+    assert!(applications.contains_key("agent_memory.page.has_more"));
     let purge = only(&spans, "purge_expired", system);
     assert_eq!(purge["agent_memory.records.deleted"], "0");
     assert_eq!(purge["agent_memory.page.has_more"], "false");
@@ -352,6 +357,7 @@ async fn ids_are_recorded_hashed_only_when_asked_for() {
             observe::record_hashed_ids(Some(b"a secret of sixteen bytes or more")).unwrap();
             store.get(&scope, "k").await.unwrap();
             store.list_users(scope.application_id(), PageRequest::new(1)).await.unwrap();
+            store.list_applications(PageRequest::new(1)).await.unwrap();
             observe::record_hashed_ids(None).unwrap();
         })
         .await;
@@ -365,5 +371,9 @@ async fn ids_are_recorded_hashed_only_when_asked_for() {
     let users = only(&spans, "list_users", "memory");
     assert_eq!(users["agent_memory.application_id.hash"], get["agent_memory.application_id.hash"]);
     assert!(!users.contains_key("agent_memory.user_id.hash"));
+    // An operation over the whole store names no id at all.
+    let applications = only(&spans, "list_applications", "memory");
+    assert!(!applications.contains_key("agent_memory.application_id.hash"));
+    assert!(!applications.contains_key("agent_memory.user_id.hash"));
     capture.assert_no_private_data();
 }

@@ -159,7 +159,8 @@ async fn records_from_before_usage_was_kept_are_counted_once() {
     assert!(store.delete(&user, "a", None).await.unwrap());
     assert_eq!(store.delete_all(&notes).await.unwrap(), 1);
     assert_eq!(store.delete_user(user.application_id(), "legacy").await.unwrap(), 2);
-    assert_eq!(server.dbsize(), 0, "nothing of the erased user remains, usage included");
+    // The application index names the application, not the user, and stays (ADR 0013).
+    assert_eq!(server.dbsize(), 1, "nothing of the erased user remains, usage included");
     store.close().await.unwrap();
     plain.close().await.unwrap();
 }
@@ -287,7 +288,7 @@ async fn erase_batches_larger_than_lua_can_unpack_still_erase() {
     }
     assert_eq!(store.delete_all(&notes).await.unwrap(), 20);
     assert_eq!(store.delete_user(&app, "many").await.unwrap(), 10_050);
-    assert_eq!(server.dbsize(), 0, "no key of the user is left");
+    assert_eq!(server.dbsize(), 1, "no key of the user is left, only the application index");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -542,7 +543,7 @@ async fn the_user_index_follows_first_writes_and_erasure() {
     let listed = store.list_users(&app, PageRequest::new(10)).await.unwrap();
     assert!(listed.items.is_empty() && listed.next_cursor.is_none(), "{listed:?}");
     assert_eq!(store.delete_user(&app, "big").await.unwrap(), 0);
-    assert_eq!(server.dbsize(), 0, "nothing of the refused user remains");
+    assert_eq!(server.dbsize(), 1, "nothing of the refused user remains, only the app index");
 
     // First writes join the index; later writes of the same user do not touch it.
     for user in ["b", "a", "c"] {
@@ -571,7 +572,78 @@ async fn the_user_index_follows_first_writes_and_erasure() {
         store.delete_user(&app, user).await.unwrap();
     }
     assert_eq!(members(&server).trim(), "");
-    assert_eq!(server.dbsize(), 0, "no key of the application remains");
+    assert_eq!(server.dbsize(), 1, "no key of the application remains but its index entry");
+    store.close().await.unwrap();
+}
+
+/// The application index (ADR 0013): one key for the store, joined by an application's first
+/// user's first write and never left; listing skips applications without a user that holds a
+/// record (every user erased, or ghosts only), with short pages that keep their cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_index_follows_first_writes_and_skips_empty_applications() {
+    let server = RedisServer::start();
+    let store = started(&server.url()).await;
+    let members = |server: &RedisServer| {
+        let listed = server.cli(&["ZRANGE", "am:apps", "0", "-1"]);
+        listed.split_whitespace().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let listed = |page: agent_memory::ApplicationPage| page.items;
+
+    // A first write indexes the user, then the application; later writes and other users of
+    // the application leave the index as it is.
+    let a1 = MemoryScope::new("app-a", "u1").unwrap();
+    store.put(&a1, "k", MemoryWrite::new("x")).await.unwrap();
+    assert_eq!(members(&server), [hex("app-a")]);
+    store.put(&a1, "k2", MemoryWrite::new("x")).await.unwrap();
+    store.put(&MemoryScope::new("app-a", "u2").unwrap(), "k", MemoryWrite::new("x")).await.unwrap();
+    for app in ["app-c", "app-b", "app-d"] {
+        store.put(&MemoryScope::new(app, "u1").unwrap(), "k", MemoryWrite::new("x")).await.unwrap();
+    }
+    assert_eq!(members(&server), ["app-a", "app-b", "app-c", "app-d"].map(hex));
+    let all = store.list_applications(PageRequest::new(10)).await.unwrap();
+    assert_eq!(all.items, ["app-a", "app-b", "app-c", "app-d"]);
+    assert!(all.next_cursor.is_none());
+
+    // "app-b" is erased: its entry stays, and it is never listed; a page with it is short and
+    // keeps its cursor.
+    store.delete_user("app-b", "u1").await.unwrap();
+    assert_eq!(members(&server).len(), 4, "erasure leaves the application index alone");
+    let first = store.list_applications(PageRequest::new(2)).await.unwrap();
+    assert_eq!(first.items, ["app-a"]);
+    let rest = PageRequest::new(2).after(first.next_cursor.expect("a short page keeps its cursor"));
+    let rest = store.list_applications(rest).await.unwrap();
+    assert_eq!(rest.items, ["app-c", "app-d"]);
+    assert!(rest.next_cursor.is_none());
+
+    // "app-c"'s only user loses its records without delete_user: a ghost in the user index,
+    // so the application holds nothing and is skipped; writing again brings it back.
+    let c1 = MemoryScope::new("app-c", "u1").unwrap();
+    store.delete_all(&c1).await.unwrap();
+    assert_eq!(
+        listed(store.list_applications(PageRequest::new(10)).await.unwrap()),
+        ["app-a", "app-d"]
+    );
+    store.put(&c1, "k", MemoryWrite::new("x")).await.unwrap();
+    let all = listed(store.list_applications(PageRequest::new(10)).await.unwrap());
+    assert_eq!(all, ["app-a", "app-c", "app-d"]);
+
+    // An application whose first users (as many as listing checks) are ghosts counts as
+    // holding a record, whether a later user holds one or not: a false positive, never a
+    // miss. Once no more users than that are indexed, ghosts only, it is skipped.
+    for user in ["g1", "g2", "g3", "g4", "real"] {
+        let scope = MemoryScope::new("app-e", user).unwrap();
+        store.put(&scope, "k", MemoryWrite::new("x")).await.unwrap();
+        if user != "real" {
+            assert!(store.delete(&scope, "k", None).await.unwrap());
+        }
+    }
+    let with_e = ["app-a", "app-c", "app-d", "app-e"];
+    assert_eq!(listed(store.list_applications(PageRequest::new(10)).await.unwrap()), with_e);
+    assert!(store.delete(&MemoryScope::new("app-e", "real").unwrap(), "k", None).await.unwrap());
+    assert_eq!(listed(store.list_applications(PageRequest::new(10)).await.unwrap()), with_e);
+    store.delete_user("app-e", "real").await.unwrap();
+    let all = listed(store.list_applications(PageRequest::new(10)).await.unwrap());
+    assert_eq!(all, ["app-a", "app-c", "app-d"], "four ghosts, all checked, hold no record");
     store.close().await.unwrap();
 }
 

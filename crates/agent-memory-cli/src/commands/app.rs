@@ -1,13 +1,14 @@
-//! Whole-application commands: `users` and `migrate`, and the walk over every user of an
-//! application that they share with `purge-expired --all-users` and `export --all-users`.
+//! Whole-application commands: `users`, `apps` and `migrate` (of one application, or of every
+//! one with `--all-apps`), and the walk over every user of an application that they share
+//! with `purge-expired --all-users` and `export --all-users`.
 //!
-//! Every walk is a sequence of bounded calls: one page of user ids, then one user at a time,
+//! Every walk is a sequence of bounded calls: one page of ids, then one user at a time,
 //! namespace by namespace, one page of records at a time. Nothing is kept between users but
 //! counters, so memory does not grow with the store.
 
 use std::sync::Arc;
 
-use agent_memory::provider::user_cursor;
+use agent_memory::provider::{application_cursor, user_cursor};
 use agent_memory::{
     validation::{self, MAX_PAGE_LIMIT},
     Cursor, MemoryError, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, Metadata,
@@ -43,14 +44,42 @@ pub enum Command {
         all: bool,
     },
 
-    /// Copy every live record of every user of --app from --store to another store, then
-    /// verify record counts and a content checksum per user.
+    /// List the ids of the store's applications that hold records (expired ones included), in
+    /// ascending byte order (--app is not needed).
+    Apps {
+        /// Application ids per page, 1 to 100.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
+        limit: u8,
+
+        /// Continue after this application id (printed on stderr when more are left).
+        #[arg(long, value_name = "APP")]
+        after: Option<String>,
+
+        /// Follow the listing to the end and print every application id.
+        #[arg(long)]
+        all: bool,
+    },
+
+    /// Copy every live record of every user of --app (or of every application, with
+    /// --all-apps) from --store to another store, then verify record counts and a content
+    /// checksum per user.
     Migrate {
         /// The target store's URL (same forms as --store).
         #[arg(long, value_name = "URL")]
         to: String,
 
+        /// Migrate every application of the store, one after another in ascending byte order,
+        /// instead of --app.
+        #[arg(long, conflicts_with = "app")]
+        all_apps: bool,
+
+        /// With --all-apps: continue with the application after this one (as a stopped
+        /// migration says).
+        #[arg(long, value_name = "APP", requires = "all_apps")]
+        after_app: Option<String>,
+
         /// Continue after this user id: the users up to it are neither copied nor verified.
+        /// With --all-apps, it applies to the first application migrated.
         #[arg(long, value_name = "USER")]
         after: Option<String>,
 
@@ -61,18 +90,20 @@ pub enum Command {
     },
 }
 
-/// A whole-application command with its application (and any `--after` user) checked.
+/// A whole-application command with its application (and any `--after` position) checked.
 #[derive(Debug)]
 pub enum Job {
     Users { application_id: String, limit: usize, after: Option<String>, all: bool },
+    Apps { limit: usize, after: Option<String>, all: bool },
     Migrate { application_id: String, to: String, after: Option<String>, dry_run: bool },
+    MigrateAll { to: String, after_app: Option<String>, after: Option<String>, dry_run: bool },
 }
 
 impl Command {
-    /// Checks `--app` and any `--after` user id before the store is opened.
+    /// Checks `--app` and any `--after` position before the store is opened.
     ///
     /// # Errors
-    /// `Invalid` for a missing or bad application id or `--after` user id.
+    /// `Invalid` for a missing or bad application id, or a bad `--after` or `--after-app`.
     pub fn prepare(self, globals: &Globals) -> CliResult<Job> {
         Ok(match self {
             Command::Users { limit, after, all } => {
@@ -80,7 +111,23 @@ impl Command {
                 check_after(after.as_deref())?;
                 Job::Users { application_id, limit: usize::from(limit), after, all }
             }
-            Command::Migrate { to, after, dry_run } => {
+            Command::Apps { limit, after, all } => {
+                check_after_app(after.as_deref())?;
+                Job::Apps { limit: usize::from(limit), after, all }
+            }
+            Command::Migrate { to, all_apps: true, after_app, after, dry_run } => {
+                // clap refuses --app after the command name; this catches it before.
+                if globals.app.is_some() {
+                    return Err(CliError::invalid(
+                        "--all-apps migrates every application: leave out --app and \
+                         AGENT_MEMORY_APP",
+                    ));
+                }
+                check_after_app(after_app.as_deref())?;
+                check_after(after.as_deref())?;
+                Job::MigrateAll { to, after_app, after, dry_run }
+            }
+            Command::Migrate { to, all_apps: false, after, dry_run, .. } => {
                 let application_id = globals.application("migrate")?;
                 check_after(after.as_deref())?;
                 Job::Migrate { application_id, to, after, dry_run }
@@ -100,52 +147,123 @@ pub fn check_after(after: Option<&str>) -> CliResult {
     Ok(())
 }
 
+/// Checks an application id given as a position (`apps --after`, `migrate --after-app`).
+fn check_after_app(after: Option<&str>) -> CliResult {
+    if let Some(app) = after {
+        validation::id("application_id", app)?;
+    }
+    Ok(())
+}
+
+/// The error of a walk that stopped midway: "`what` stopped after `done` (continue with
+/// FLAG ID …)", the flags being where a rerun resumes (`--after USER`, with `--after-app APP`
+/// before it for `migrate --all-apps`), or `fresh` in the parentheses when nothing was
+/// finished. The one place `purge-expired --all-users` and `migrate` word it.
+pub fn stopped(
+    err: CliError,
+    what: &str,
+    done: &str,
+    resume: &[(&str, &str)],
+    fresh: &str,
+) -> CliError {
+    let resume = if resume.is_empty() {
+        fresh.to_owned()
+    } else {
+        let flags: Vec<String> =
+            resume.iter().map(|(flag, id)| format!("{flag} {}", escape_text(id))).collect();
+        format!("continue with {}", flags.join(" "))
+    };
+    err.context(&format!("{what} stopped after {done} ({resume}): "))
+}
+
 /// Runs a checked whole-application command against a started store.
 pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> CliResult {
     match job {
         Job::Users { application_id, limit, after, all } => {
-            users(store.as_ref(), &application_id, limit, after.as_deref(), all, out).await
+            let pages = IdPages::users(store.as_ref(), &application_id, after.as_deref());
+            print_ids(pages, &USERS, limit, all, out).await
+        }
+        Job::Apps { limit, after, all } => {
+            let pages = IdPages::applications(store.as_ref(), after.as_deref());
+            print_ids(pages, &APPLICATIONS, limit, all, out).await
         }
         Job::Migrate { application_id, to, after, dry_run } => {
             let after = after.as_deref();
             if dry_run {
                 return count_only(store.as_ref(), &application_id, after, out).await;
             }
-            migrate(store, &application_id, &to, after, out).await
+            let target = open_target(&to).await?;
+            let result = copy_and_verify(&store, &target, &application_id, after, out).await;
+            result.and(target.close().await.map_err(CliError::from))
+        }
+        Job::MigrateAll { to, after_app, after, dry_run } => {
+            let (after_app, after) = (after_app.as_deref(), after.as_deref());
+            if dry_run {
+                return count_all(store.as_ref(), after_app, after, out).await;
+            }
+            let target = open_target(&to).await?;
+            let result = copy_and_verify_all(&store, &target, after_app, after, out).await;
+            result.and(target.close().await.map_err(CliError::from))
         }
     }
 }
 
-/// The users of one application, one bounded `list_users` page at a time.
-pub struct UserPages<'a> {
+/// What an [`IdPages`] walks.
+#[derive(Debug, Clone, Copy)]
+enum Listing<'a> {
+    /// The users of one application (`list_users`).
+    Users(&'a str),
+    /// The applications of the store (`list_applications`).
+    Applications,
+}
+
+/// The users of one application, or the applications of the store, one bounded page at a
+/// time.
+pub struct IdPages<'a> {
     store: &'a dyn MemoryStore,
-    application_id: &'a str,
+    listing: Listing<'a>,
     cursor: Option<Cursor>,
     started: bool,
 }
 
-impl<'a> UserPages<'a> {
+impl<'a> IdPages<'a> {
     /// Walks the users of `application_id`, starting after the user id `after` (the first
     /// user without one).
-    pub fn new(store: &'a dyn MemoryStore, application_id: &'a str, after: Option<&str>) -> Self {
+    pub fn users(store: &'a dyn MemoryStore, application_id: &'a str, after: Option<&str>) -> Self {
         let cursor = after.map(|user| user_cursor(application_id, user));
-        Self { store, application_id, cursor, started: false }
+        Self { store, listing: Listing::Users(application_id), cursor, started: false }
     }
 
-    /// The next page of user ids (up to `limit`, possibly none while more follow), or `None`
-    /// once the listing is done.
+    /// Walks the applications of the store, starting after the application id `after` (the
+    /// first application without one).
+    pub fn applications(store: &'a dyn MemoryStore, after: Option<&str>) -> Self {
+        let cursor = after.map(application_cursor);
+        Self { store, listing: Listing::Applications, cursor, started: false }
+    }
+
+    /// The next page of ids (up to `limit`, possibly none while more follow), or `None` once
+    /// the listing is done.
     ///
     /// # Errors
-    /// As [`MemoryStore::list_users`].
+    /// As [`MemoryStore::list_users`] and [`MemoryStore::list_applications`].
     pub async fn next(&mut self, limit: usize) -> CliResult<Option<Vec<String>>> {
         if self.started && self.cursor.is_none() {
             return Ok(None);
         }
         self.started = true;
         let request = PageRequest::new(limit).after_opt(self.cursor.take());
-        let page = self.store.list_users(self.application_id, request).await?;
-        self.cursor = page.next_cursor;
-        Ok(Some(page.items))
+        let (items, cursor) = match self.listing {
+            Listing::Users(application_id) => {
+                let page = self.store.list_users(application_id, request).await?;
+                (page.items, page.next_cursor)
+            }
+            Listing::Applications => {
+                let page = self.store.list_applications(request).await?;
+                (page.items, page.next_cursor)
+            }
+        };
+        self.cursor = cursor;
+        Ok(Some(items))
     }
 
     /// Whether more pages may follow.
@@ -154,17 +272,26 @@ impl<'a> UserPages<'a> {
     }
 }
 
-/// `users`: up to `--limit` user ids, or all with `--all`; the user id to continue after is
+/// How `users` and `apps` name what they print.
+struct Names {
+    /// The JSON field of one id.
+    field: &'static str,
+    /// What they are, in "more users" and "no users".
+    plural: &'static str,
+}
+
+const USERS: Names = Names { field: "user_id", plural: "users" };
+const APPLICATIONS: Names = Names { field: "application_id", plural: "applications" };
+
+/// `users` and `apps`: up to `limit` ids, or all with `all`; the id to continue after is
 /// printed on stderr, keeping stdout pure ids.
-async fn users(
-    store: &dyn MemoryStore,
-    application_id: &str,
+async fn print_ids(
+    mut pages: IdPages<'_>,
+    names: &Names,
     limit: usize,
-    after: Option<&str>,
     all: bool,
     out: &mut Output,
 ) -> CliResult {
-    let mut pages = UserPages::new(store, application_id, after);
     let mut printed = 0usize;
     let mut last: Option<String> = None;
     loop {
@@ -172,7 +299,9 @@ async fn users(
         let Some(ids) = pages.next(want).await? else { break };
         for id in ids {
             if out.is_json() {
-                out.json_line(&json!({"user_id": id}))?;
+                let mut object = serde_json::Map::new();
+                object.insert(names.field.to_owned(), id.clone().into());
+                out.json_line(&serde_json::Value::Object(object))?;
             } else {
                 out.line(&escape_text(&id))?;
             }
@@ -187,13 +316,14 @@ async fn users(
         if let Some(last) = last {
             out.flush()?;
             progress::eprintln_safe(&format!(
-                "more users: continue with --after {}",
+                "more {}: continue with --after {}",
+                names.plural,
                 escape_text(&last)
             ));
         }
     }
     if printed == 0 && !out.is_json() {
-        out.line("no users")?;
+        out.line(&format!("no {}", names.plural))?;
     }
     Ok(())
 }
@@ -349,25 +479,9 @@ async fn count_only(
     out: &mut Output,
 ) -> CliResult {
     let spinner = progress::spinner("counting records");
-    let (mut users, mut records) = (0u64, 0u64);
-    let mut pages = UserPages::new(store, application_id, after);
-    let result: CliResult = async {
-        while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
-            for user_id in ids {
-                users += 1;
-                each_page(store, application_id, &user_id, async |_, page| {
-                    records += page.len() as u64;
-                    spinner.set_position(records);
-                    Ok(())
-                })
-                .await?;
-            }
-        }
-        Ok(())
-    }
-    .await;
+    let result = count_application(store, application_id, after, &spinner).await;
     spinner.finish_and_clear();
-    result?;
+    let (users, records) = result?;
     out.summary(
         &format!(
             "would copy {} of {}",
@@ -378,23 +492,96 @@ async fn count_only(
     )
 }
 
-/// Opens and starts the target, copies and verifies, and closes the target whatever happened.
-async fn migrate(
-    source: Arc<dyn MemoryStore>,
-    application_id: &str,
-    to: &str,
+/// `migrate --all-apps --dry-run`: per application and in all, the users and live records a
+/// migration would copy.
+async fn count_all(
+    store: &dyn MemoryStore,
+    after_app: Option<&str>,
     after: Option<&str>,
     out: &mut Output,
 ) -> CliResult {
+    let spinner = progress::spinner("counting records");
+    let (mut applications, mut users, mut records) = (0u64, 0u64, 0u64);
+    let mut after = after.map(str::to_owned);
+    let mut apps = IdPages::applications(store, after_app);
+    let result: CliResult = async {
+        while let Some(ids) = apps.next(MAX_PAGE_LIMIT).await? {
+            for app in ids {
+                let first = after.take();
+                let (app_users, app_records) =
+                    count_application(store, &app, first.as_deref(), &spinner).await?;
+                out.summary(
+                    &format!(
+                        "application {}: would copy {} of {}",
+                        escape_text(&app),
+                        output::count(app_records, "record"),
+                        output::count(app_users, "user")
+                    ),
+                    &json!({
+                        "application_id": app,
+                        "dry_run": true,
+                        "users": app_users,
+                        "records": app_records,
+                    }),
+                )?;
+                applications += 1;
+                users += app_users;
+                records += app_records;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    spinner.finish_and_clear();
+    result?;
+    out.summary(
+        &format!(
+            "would copy {} of {} in {}",
+            output::count(records, "record"),
+            output::count(users, "user"),
+            output::count(applications, "application")
+        ),
+        &json!({
+            "dry_run": true,
+            "applications": applications,
+            "users": users,
+            "records": records,
+        }),
+    )
+}
+
+/// The users after `after` of one application, and their live records.
+async fn count_application(
+    store: &dyn MemoryStore,
+    application_id: &str,
+    after: Option<&str>,
+    spinner: &indicatif::ProgressBar,
+) -> CliResult<(u64, u64)> {
+    let (mut users, mut records) = (0u64, 0u64);
+    let mut pages = IdPages::users(store, application_id, after);
+    while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
+        for user_id in ids {
+            users += 1;
+            each_page(store, application_id, &user_id, async |_, page| {
+                records += page.len() as u64;
+                spinner.inc(page.len() as u64);
+                Ok(())
+            })
+            .await?;
+        }
+    }
+    Ok((users, records))
+}
+
+/// Opens and starts the target store of a migration.
+async fn open_target(to: &str) -> CliResult<Arc<dyn MemoryStore>> {
     let target = agent_memory::open(to).map_err(|e| CliError::from(e).context("--to: "))?;
     target.start().await.map_err(|e| CliError::from(e).context("--to: "))?;
-    let result = copy_and_verify(&source, &target, application_id, after, out).await;
-    let closed = target.close().await.map_err(CliError::from);
-    result.and(closed)
+    Ok(target)
 }
 
 /// Counts of one migration.
-#[derive(Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Migrated {
     users: u64,
     records: u64,
@@ -402,6 +589,47 @@ struct Migrated {
     differ: u64,
 }
 
+impl Migrated {
+    fn add(&mut self, other: &Migrated) {
+        self.users += other.users;
+        self.records += other.records;
+        self.expired += other.expired;
+        self.differ += other.differ;
+    }
+
+    /// How far a stopped migration got, for [`stopped`].
+    fn progress(&self) -> String {
+        format!(
+            "copying {}, {} copied and verified",
+            output::count(self.records, "record"),
+            output::count(self.users, "user")
+        )
+    }
+
+    /// The summary's fields, which `--all-apps` adds to.
+    fn json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        map.insert("users".to_owned(), self.users.into());
+        map.insert("records".to_owned(), self.records.into());
+        map.insert("skipped_expired".to_owned(), self.expired.into());
+        map.insert("differences".to_owned(), self.differ.into());
+        map.insert("verified".to_owned(), (self.differ == 0).into());
+        map
+    }
+}
+
+/// What a rerun after a failure should be told when nothing was finished.
+const RUN_AGAIN: &str = "run it again (every copy replaces the same key)";
+
+/// Where copying one application stopped: the error, what was done before it, and the last
+/// user that was copied and verified in full, with every user before it.
+struct Stopped {
+    err: CliError,
+    done: Migrated,
+    last: Option<String>,
+}
+
+/// `migrate`: one application, then the summary.
 async fn copy_and_verify(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
@@ -410,49 +638,108 @@ async fn copy_and_verify(
     out: &mut Output,
 ) -> CliResult {
     let spinner = progress::spinner("migrating records");
-    let mut done = Migrated::default();
-    // The last user copied and verified in full: where a rerun may continue.
-    let mut last: Option<String> = after.map(str::to_owned);
-    let mut pages = UserPages::new(source.as_ref(), application_id, after);
+    let result = copy_application(source, target, application_id, after, false, out, &spinner);
+    let result = result.await;
+    spinner.finish_and_clear();
+    let done = result.map_err(|stop| {
+        let resume: Vec<(&str, &str)> = stop.last.iter().map(|u| ("--after", u.as_str())).collect();
+        stopped(stop.err, "migration", &stop.done.progress(), &resume, RUN_AGAIN)
+    })?;
+    let human = format!(
+        "migrated {} of {}",
+        output::count(done.records, "record"),
+        output::count(done.users, "user")
+    );
+    finish(out, &done, human, done.json())
+}
+
+/// `migrate --all-apps`: every application after `after_app` in byte order, each reported
+/// when done, then the total.
+async fn copy_and_verify_all(
+    source: &Arc<dyn MemoryStore>,
+    target: &Arc<dyn MemoryStore>,
+    after_app: Option<&str>,
+    after: Option<&str>,
+    out: &mut Output,
+) -> CliResult {
+    let spinner = progress::spinner("migrating records");
+    let mut total = Migrated::default();
+    let mut applications = 0u64;
+    // The last application copied and verified in full, and where in the one that failed a
+    // rerun may continue.
+    let mut last_app: Option<String> = after_app.map(str::to_owned);
+    let (mut failed_app, mut last_user): (Option<String>, Option<String>) = (None, None);
+    let mut after = after.map(str::to_owned);
+    let mut apps = IdPages::applications(source.as_ref(), after_app);
     let result: CliResult = async {
-        while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
-            let Some(page_last) = ids.last().cloned() else { continue };
-            let results = migrate_users(source, target, application_id, ids, &spinner).await;
-            for (user_id, result) in results {
-                let user = result?;
-                done.records += user.records;
-                done.expired += user.expired;
-                if user.from != user.into {
-                    done.differ += 1;
-                    report_difference(out, &user_id, &user.from, &user.into)?;
+        while let Some(ids) = apps.next(MAX_PAGE_LIMIT).await? {
+            for app in ids {
+                let first = after.take();
+                let copied =
+                    copy_application(source, target, &app, first.as_deref(), true, out, &spinner)
+                        .await;
+                match copied {
+                    Ok(done) => {
+                        let mut line = done.json();
+                        line.insert("application_id".to_owned(), app.clone().into());
+                        let human = format!(
+                            "application {}: migrated {} of {}",
+                            escape_text(&app),
+                            output::count(done.records, "record"),
+                            output::count(done.users, "user")
+                        );
+                        out.summary(&human, &serde_json::Value::Object(line))?;
+                        total.add(&done);
+                        applications += 1;
+                        last_app = Some(app);
+                    }
+                    Err(stop) => {
+                        total.add(&stop.done);
+                        last_user = stop.last;
+                        failed_app = Some(app);
+                        return Err(stop.err);
+                    }
                 }
-                done.users += 1;
             }
-            // Only once the whole page is copied and verified: users finish out of order.
-            last = Some(page_last);
         }
         Ok(())
     }
     .await;
     spinner.finish_and_clear();
     if let Err(err) = result {
-        let resume = match &last {
-            Some(user) => format!("continue with --after {}", escape_text(user)),
-            None => "run it again (every copy replaces the same key)".to_owned(),
+        let mut resume = Vec::new();
+        if let Some(app) = &last_app {
+            resume.push(("--after-app", app.as_str()));
+        }
+        if let Some(user) = &last_user {
+            resume.push(("--after", user.as_str()));
+        }
+        let what = match &failed_app {
+            Some(app) => format!("migration of application {}", escape_text(app)),
+            None => "migration".to_owned(),
         };
-        return Err(err.context(&format!(
-            "migration stopped after copying {}, {} copied and verified ({resume}): ",
-            output::count(done.records, "record"),
-            output::count(done.users, "user")
-        )));
+        return Err(stopped(err, &what, &total.progress(), &resume, RUN_AGAIN));
     }
-    let summary = json!({
-        "users": done.users,
-        "records": done.records,
-        "skipped_expired": done.expired,
-        "differences": done.differ,
-        "verified": done.differ == 0,
-    });
+    let human = format!(
+        "migrated {} of {} in {}",
+        output::count(total.records, "record"),
+        output::count(total.users, "user"),
+        output::count(applications, "application")
+    );
+    let mut summary = total.json();
+    summary.insert("applications".to_owned(), applications.into());
+    finish(out, &total, human, summary)
+}
+
+/// The end of a migration: the summary, or, when users differ, the summary with `--json` and
+/// exit 4.
+fn finish(
+    out: &mut Output,
+    done: &Migrated,
+    human: String,
+    summary: serde_json::Map<String, serde_json::Value>,
+) -> CliResult {
+    let summary = serde_json::Value::Object(summary);
     if done.differ > 0 {
         if out.is_json() {
             out.json_line(&summary)?;
@@ -465,32 +752,83 @@ async fn copy_and_verify(
             ),
         ));
     }
-    out.summary(
-        &format!(
-            "migrated {} of {}; verified: record counts and checksums equal",
-            output::count(done.records, "record"),
-            output::count(done.users, "user")
-        ),
-        &summary,
-    )
+    out.summary(&format!("{human}; verified: record counts and checksums equal"), &summary)
 }
 
-/// Says which user differs and how, on stdout (one JSON object with `--json`).
-fn report_difference(out: &mut Output, user_id: &str, from: &Tally, into: &Tally) -> CliResult {
+/// Copies and verifies every user of one application after `after`, a page of users at a
+/// time; users that differ are reported as they are found (naming the application when
+/// `name_app`).
+async fn copy_application(
+    source: &Arc<dyn MemoryStore>,
+    target: &Arc<dyn MemoryStore>,
+    application_id: &str,
+    after: Option<&str>,
+    name_app: bool,
+    out: &mut Output,
+    spinner: &indicatif::ProgressBar,
+) -> Result<Migrated, Stopped> {
+    let mut done = Migrated::default();
+    // The last user copied and verified in full: where a rerun may continue.
+    let mut last: Option<String> = after.map(str::to_owned);
+    let mut pages = IdPages::users(source.as_ref(), application_id, after);
+    let result: CliResult = async {
+        while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
+            let Some(page_last) = ids.last().cloned() else { continue };
+            let results = migrate_users(source, target, application_id, ids, spinner).await;
+            for (user_id, result) in results {
+                let user = result?;
+                done.records += user.records;
+                done.expired += user.expired;
+                if user.from != user.into {
+                    done.differ += 1;
+                    let app = name_app.then_some(application_id);
+                    report_difference(out, app, &user_id, &user.from, &user.into)?;
+                }
+                done.users += 1;
+            }
+            // Only once the whole page is copied and verified: users finish out of order.
+            last = Some(page_last);
+        }
+        Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(done),
+        Err(err) => Err(Stopped { err, done, last }),
+    }
+}
+
+/// Says which user differs and how, on stdout (one JSON object with `--json`), naming the
+/// application when `application_id` is given (`--all-apps`).
+fn report_difference(
+    out: &mut Output,
+    application_id: Option<&str>,
+    user_id: &str,
+    from: &Tally,
+    into: &Tally,
+) -> CliResult {
     if out.is_json() {
-        return out.json_line(&json!({
+        let mut line = json!({
             "user_id": user_id,
             "source_records": from.records,
             "target_records": into.records,
             "checksum_equal": from.digest == into.digest,
-        }));
+        });
+        if let (Some(app), Some(object)) = (application_id, line.as_object_mut()) {
+            object.insert("application_id".to_owned(), app.into());
+        }
+        return out.json_line(&line);
     }
     let what = if from.records == into.records {
         "same record count, different content".to_owned()
     } else {
         format!("{} in the source, {} in the target", from.records, into.records)
     };
-    out.line(&format!("differs: user {}: {what}", escape_text(user_id)))
+    let app = match application_id {
+        Some(app) => format!("application {}, ", escape_text(app)),
+        None => String::new(),
+    };
+    out.line(&format!("differs: {app}user {}: {what}", escape_text(user_id)))
 }
 
 /// How many users are copied and verified at once. Each user's records are written one at

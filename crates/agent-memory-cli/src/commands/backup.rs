@@ -12,7 +12,7 @@ use clap::Subcommand;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use super::app::{each_page, UserPages};
+use super::app::{each_page, IdPages};
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
 use crate::output::{self, Output};
@@ -211,7 +211,7 @@ async fn write_users(
     done: &mut Exported,
 ) -> CliResult {
     let mut users = 0u64;
-    let mut pages = UserPages::new(store, application_id, None);
+    let mut pages = IdPages::users(store, application_id, None);
     while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
         for user_id in ids {
             write_user(store, application_id, &user_id, sink, spinner, done).await?;

@@ -6,10 +6,10 @@ use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryScope, MemoryStore, PageReq
 use clap::Subcommand;
 use serde_json::json;
 
-use super::app::UserPages;
+use super::app::{stopped, IdPages};
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
-use crate::output::{self, escape_text, namespace_text, Output};
+use crate::output::{self, namespace_text, Output};
 use crate::progress;
 
 /// The maintenance commands, as clap parses them (in the order `--help` lists them).
@@ -193,7 +193,7 @@ async fn purge_all_users(
     let spinner = progress::spinner("purging expired records");
     let (mut purged, mut users) = (0u64, 0u64);
     let mut last: Option<String> = after.map(str::to_owned);
-    let mut pages = UserPages::new(store, application_id, after);
+    let mut pages = IdPages::users(store, application_id, after);
     let result: CliResult = async {
         while let Some(ids) = pages.next(MAX_PAGE_LIMIT).await? {
             for user_id in ids {
@@ -208,15 +208,13 @@ async fn purge_all_users(
     .await;
     spinner.finish_and_clear();
     if let Err(err) = result {
-        let resume = match &last {
-            Some(user) => format!("continue with --after {}", escape_text(user)),
-            None => "run it again".to_owned(),
-        };
-        return Err(err.context(&format!(
-            "purge stopped after {} of {} ({resume}): ",
+        let done = format!(
+            "{} of {}",
             output::count(purged, "expired record"),
             output::count(users, "user")
-        )));
+        );
+        let resume: Vec<(&str, &str)> = last.iter().map(|u| ("--after", u.as_str())).collect();
+        return Err(stopped(err, "purge", &done, &resume, "run it again"));
     }
     out.summary(
         &format!(

@@ -3,8 +3,9 @@
 //! Each case is a `pub async fn(Harness)` in [`cases`] that checks one rule of the contract
 //! (the "Semantics" of the design, and the `# Behavior` lists on [`MemoryStore`]). The cases
 //! are grouped by concern: basics, isolation, conditional writes (cas), expiry, paging, search,
-//! erasure, namespaces, users, key prefix, limits, hostile input, concurrency, replicas, and the
-//! [`Facts`](crate::Facts) and [`ScopedMemory`](crate::ScopedMemory) layers over a store.
+//! erasure, namespaces, users, applications, key prefix, limits, hostile input, concurrency,
+//! replicas, and the [`Facts`](crate::Facts) and [`ScopedMemory`](crate::ScopedMemory) layers
+//! over a store.
 //!
 //! # Running it against a provider
 //!
@@ -252,6 +253,19 @@ impl Harness {
         &self.application_id
     }
 
+    /// Another application id of this case's own: [`app`](Self::app), then `/`, then
+    /// `suffix`. No other case uses it, and the ids of one case sit together in byte order
+    /// right after its `app`, so `list_applications` cases page from there instead of reading
+    /// a listing other cases share.
+    ///
+    /// # Panics
+    /// If the result is not a valid id (a `suffix` over 83 bytes, or with a control character).
+    pub fn extra_app(&self, suffix: &str) -> String {
+        let app = format!("{}/{suffix}", self.application_id);
+        crate::validation::id("application_id", &app).expect("a valid application id suffix");
+        app
+    }
+
     /// The default namespace of `user` in this case's application.
     ///
     /// # Panics
@@ -342,6 +356,7 @@ mod support;
 
 pub use support::{increment_counter, Increment};
 
+mod applications;
 mod basics;
 mod cas;
 mod concurrency;
@@ -362,6 +377,7 @@ mod users;
 
 /// Every case, by concern. Each is a `pub async fn(Harness)`; [`CASE_NAMES`] lists them all.
 pub mod cases {
+    pub use super::applications::*;
     pub use super::basics::*;
     pub use super::cas::*;
     pub use super::concurrency::*;
@@ -511,6 +527,12 @@ macro_rules! __conformance_case_list {
             list_users_never_lists_other_applications,
             list_users_is_empty_for_an_empty_application,
             list_users_validates_input,
+            // applications
+            list_applications_orders_ids_by_bytes,
+            list_applications_pages_with_limit_one,
+            list_applications_includes_expired_only_applications,
+            list_applications_omits_erased_applications,
+            list_applications_validates_input,
             // limits
             key_length_limit_counts_bytes,
             empty_key_is_invalid,

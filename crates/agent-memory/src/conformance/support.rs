@@ -8,6 +8,7 @@ use std::fmt::Debug;
 
 use crate::error::{MemoryError, Result};
 use crate::page::{MemoryPage, PageRequest};
+use crate::provider::application_cursor;
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -139,6 +140,49 @@ pub(crate) async fn users_all(
         }
     }
     panic!("list_users still returned a cursor after {MAX_PAGES} pages: cursors must advance")
+}
+
+/// The applications whose ids extend `own` (a case's [`Harness::app`]), following
+/// `list_applications` cursors from just after `own` (through short or empty pages) until an
+/// id past them or the end. Cases share the datastore, so this never reads the whole listing
+/// for its answer: ids that start with `own` sit together in byte order, right after it.
+///
+/// [`Harness::app`]: crate::conformance::Harness::app
+pub(crate) async fn applications_within(
+    store: &dyn MemoryStore,
+    own: &str,
+    limit: usize,
+) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut page = PageRequest::new(limit).after(application_cursor(own));
+    for _ in 0..MAX_PAGES {
+        let result = store
+            .list_applications(page.clone())
+            .await
+            .unwrap_or_else(|e| panic!("list_applications(limit {limit}) failed: {e:?}"));
+        assert!(
+            result.items.len() <= limit,
+            "list_applications returned {} applications for limit {limit}",
+            result.items.len()
+        );
+        for id in result.items {
+            assert!(
+                id.as_str() > own,
+                "list_applications returned {id:?}, which is not after its cursor's position"
+            );
+            if !id.starts_with(own) {
+                return all;
+            }
+            all.push(id);
+        }
+        match result.next_cursor {
+            Some(cursor) => page = page.after(cursor),
+            None => return all,
+        }
+    }
+    panic!(
+        "list_applications still returned a cursor after {MAX_PAGES} pages: cursors must advance"
+    )
 }
 
 /// Sweeps `scope` with `purge_expired` until no cursor is left; returns the total deleted and

@@ -8,7 +8,9 @@ use std::pin::Pin;
 
 use super::span::{self, Operation};
 use crate::error::Result;
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage};
+use crate::page::{
+    ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -80,6 +82,10 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
         application_id: &str,
         page: PageRequest,
     ) -> impl Future<Output = Result<UserPage>> + Send;
+    fn list_applications(
+        &self,
+        page: PageRequest,
+    ) -> impl Future<Output = Result<ApplicationPage>> + Send;
     fn purge_expired(
         &self,
         scope: &MemoryScope,
@@ -184,6 +190,11 @@ impl<T: Backend> MemoryStore for T {
     observed! {
         fn list_users<'a>(&'s self, application_id: &'a str, page: PageRequest) -> UserPage;
         Operation::ListUsers, Some(span::Ids::application(application_id))
+    }
+
+    observed! {
+        fn list_applications<>(&'s self, page: PageRequest) -> ApplicationPage;
+        Operation::ListApplications, None
     }
 
     observed! {

@@ -8,7 +8,7 @@ use tracing::{Instrument, Span};
 use super::backend::Telemetry;
 use super::{ids, metrics};
 use crate::error::{MemoryError, Result};
-use crate::page::{MemoryCleanupPage, MemoryPage, NamespacePage, UserPage};
+use crate::page::{ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, UserPage};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -26,6 +26,7 @@ pub(crate) enum Operation {
     DeleteUser,
     ListNamespaces,
     ListUsers,
+    ListApplications,
     PurgeExpired,
 }
 
@@ -44,6 +45,7 @@ impl Operation {
             Self::DeleteUser => "delete_user",
             Self::ListNamespaces => "list_namespaces",
             Self::ListUsers => "list_users",
+            Self::ListApplications => "list_applications",
             Self::PurgeExpired => "purge_expired",
         }
     }
@@ -111,6 +113,7 @@ fn span_for(operation: Operation, system: &'static str) -> Span {
         Operation::DeleteUser => store_span!("delete_user", system),
         Operation::ListNamespaces => store_span!("list_namespaces", system),
         Operation::ListUsers => store_span!("list_users", system),
+        Operation::ListApplications => store_span!("list_applications", system),
         Operation::PurgeExpired => store_span!("purge_expired", system),
     }
 }
@@ -187,7 +190,7 @@ fn record<T>(span: &Span, result: &Result<T>, counts: &Counts) {
 /// What an operation's result says in numbers: never its content.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counts {
-    /// Records (or namespaces, or user ids) returned.
+    /// Records (or namespaces, user ids or application ids) returned.
     pub(crate) returned: Option<u64>,
     /// Records removed.
     pub(crate) deleted: Option<u64>,
@@ -243,6 +246,16 @@ impl Summary for NamespacePage {
 }
 
 impl Summary for UserPage {
+    fn counts(&self) -> Counts {
+        Counts {
+            returned: count(self.items.len()),
+            more: Some(self.next_cursor.is_some()),
+            ..Counts::default()
+        }
+    }
+}
+
+impl Summary for ApplicationPage {
     fn counts(&self) -> Counts {
         Counts {
             returned: count(self.items.len()),

@@ -34,7 +34,8 @@ pub use self::tls::SslMode;
 use self::tls::Tls;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    UserPage,
 };
 use crate::provider::{self, key_cursor, search_contains, search_prefilter, PageBuilder};
 use crate::record::{MemoryRecord, Revision};
@@ -377,6 +378,16 @@ impl crate::observe::Backend for PostgresMemoryStore {
         let rows = client.query(&self.sql.users, &[&application_id, &after, &fetch]).await?;
         let ids = rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
         provider::user_page(PROVIDER, application_id, page.limit, ids)
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        let page = page.application_page()?;
+        let client = self.client().await?;
+        let after = page.after.as_deref().unwrap_or("");
+        let fetch = limit_param(page.limit + 1);
+        let rows = client.query(&self.sql.applications, &[&after, &fetch]).await?;
+        let ids = rows.iter().map(|row| column::<String>(row, 0)).collect::<Result<Vec<_>>>()?;
+        provider::application_page(PROVIDER, page.limit, ids)
     }
 
     async fn purge_expired(

@@ -46,6 +46,7 @@ pub(crate) struct Statements {
     pub(crate) namespaces_first: Statement,
     pub(crate) namespaces_after: Statement,
     pub(crate) users: Statement,
+    pub(crate) applications: Statement,
     pub(crate) purge: Statement,
     /// The set-based forms of the writes, one element per array entry; see
     /// [`batch`](super::batch).
@@ -326,6 +327,8 @@ impl Statements {
             namespaces_after: namespaces(&t, ">"),
             // A loose index scan again: one index probe per user; see [`users`].
             users: users(&t),
+            // And one index probe per application; see [`applications`].
+            applications: applications(&t),
             // $4 after, $5 keys to inspect, $6 = $5 + 1.
             purge: Statement::new(
                 format!(
@@ -349,7 +352,7 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 22] {
+    pub(crate) fn all(&self) -> [&Statement; 23] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -367,6 +370,7 @@ impl Statements {
             &self.namespaces_first,
             &self.namespaces_after,
             &self.users,
+            &self.applications,
             &self.purge,
             &self.put_always_batch,
             &self.put_create_only_batch,
@@ -411,6 +415,23 @@ fn users(t: &str) -> Statement {
          SELECT user_id FROM u WHERE user_id IS NOT NULL LIMIT $3"
     );
     Statement::new(sql, &[TEXT, TEXT, INT8])
+}
+
+/// $1 the application id to continue after (`''` for the first page: application ids are
+/// never empty), $2 how many to return. Each step of the recursion is one probe of the primary
+/// key's leading column (`app > previous`, the first row in index order), so a page costs `$2`
+/// probes however many records each application holds: never a `DISTINCT` over the table.
+fn applications(t: &str) -> Statement {
+    let sql = format!(
+        "WITH RECURSIVE a AS ( \
+           (SELECT app FROM {t} WHERE app > $1 ORDER BY app LIMIT 1) \
+           UNION ALL \
+           SELECT (SELECT n.app FROM {t} n WHERE n.app > a.app ORDER BY n.app LIMIT 1) \
+           FROM a WHERE a.app IS NOT NULL \
+         ) \
+         SELECT app FROM a WHERE app IS NOT NULL LIMIT $2"
+    );
+    Statement::new(sql, &[TEXT, INT8])
 }
 
 /// The parameters of a `list` with both ends: scope, start, rows to fetch, then the end.

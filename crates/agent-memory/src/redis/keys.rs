@@ -18,6 +18,11 @@
 //! `docs/adr/0011-redis-user-index.md`). Its tag is shorter than every user tag of the
 //! application (user ids are never empty), so it is a key of its own, in its own slot.
 //!
+//! Beside those, the store has one application index, [`APPLICATIONS_KEY`]: a sorted set, all
+//! scores 0, of the application ids as hex, for `list_applications` (see
+//! `docs/adr/0013-listing-applications.md`). Every other key starts with `am:{`, so it is
+//! distinct from all of them; without a hash tag, it lives in whatever slot its name hashes to.
+//!
 //! The default namespace is the empty string, so its hex is empty too; named namespaces are at
 //! least one byte. Hex never contains `:`, so the namespace part of a record key ends at the
 //! first `:` after `r:`, and everything after it is the record key, verbatim. Lowercase hex keeps
@@ -130,6 +135,9 @@ impl ScopeKeys {
         usage_key(&self.user)
     }
 }
+
+/// The store's application index: every application a user's first write indexed, as hex.
+pub(crate) const APPLICATIONS_KEY: &str = "am:apps";
 
 /// The user index of one application: `am:{<hex(len(app) ‖ app)>}:u`.
 pub(crate) fn users_key(application_id: &str) -> String {

@@ -26,11 +26,13 @@ use self::conn::{Call, Conn, Target};
 use self::error::{malformed_record, unexpected_reply, PROVIDER};
 use self::keys::{
     floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, users_key, ScopeKeys,
+    APPLICATIONS_KEY,
 };
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    UserPage,
 };
 use crate::provider::{self, key_cursor, search_contains, search_prefilter};
 use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
@@ -181,12 +183,18 @@ impl RedisMemoryStore {
         })
     }
 
-    /// Loops an erase script until it reports that nothing is left.
-    /// Puts one user in the application's user index; idempotent.
+    /// Puts one user in the application's user index, then the application in the store's
+    /// application index; idempotent. In that order, so that whatever lists an application
+    /// finds its user, and both are indexed before the user's first record exists.
     async fn index_user(&self, application_id: &str, user_id: &str) -> Result<()> {
+        let what = "indexing the user failed";
+        let mut conn = self.connection()?;
         let mut add = redis::cmd("ZADD");
         add.arg(users_key(application_id)).arg(0).arg(hex(user_id.as_bytes()));
-        self.connection()?.command(&add, "indexing the user failed").await?;
+        conn.command(&add, what).await?;
+        let mut add = redis::cmd("ZADD");
+        add.arg(APPLICATIONS_KEY).arg(0).arg(hex(application_id.as_bytes()));
+        conn.command(&add, what).await?;
         Ok(())
     }
 
@@ -206,6 +214,7 @@ impl RedisMemoryStore {
         Ok(())
     }
 
+    /// Loops an erase script until it reports that nothing is left.
     async fn erase_loop(&self, call: &Call<'_>) -> Result<u64> {
         let mut removed = 0u64;
         loop {
@@ -322,11 +331,11 @@ impl crate::observe::Backend for RedisMemoryStore {
         };
         let mut reply = self.eval(&build(false)?).await?;
         if reply == Value::Int(-5) {
-            // The user's first record: index the user, then write (the first call wrote
-            // nothing, so this is not a retry of a write). A refused first write leaves the
-            // entry: a concurrent first write of the same user may be about to succeed, and
-            // taking the user out could hide its record. Listing skips such ghosts;
-            // `delete_user` removes them.
+            // The user's first record: index the user (and its application), then write (the
+            // first call wrote nothing, so this is not a retry of a write). A refused first
+            // write leaves the entry: a concurrent first write of the same user may be about
+            // to succeed, and taking the user out could hide its record. Listing skips such
+            // ghosts; `delete_user` removes them.
             self.index_user(scope.application_id(), scope.user_id()).await?;
             reply = self.eval(&build(true)?).await?;
         }
@@ -452,13 +461,7 @@ impl crate::observe::Backend for RedisMemoryStore {
         let candidates = members
             .into_iter()
             .take(page.limit)
-            .map(|member| {
-                let Value::BulkString(encoded) = member else { return Err(unexpected_reply()) };
-                unhex(&encoded)
-                    .and_then(|bytes| String::from_utf8(bytes).ok())
-                    .filter(|id| validation::id("user_id", id).is_ok())
-                    .ok_or_else(|| MemoryError::storage(PROVIDER, "a stored user id is unreadable"))
-            })
+            .map(|member| decode_id(member, "user_id"))
             .collect::<Result<Vec<String>>>()?;
         // A user in the index without a namespace set holds no record (a ghost left by a crash
         // between indexing and the first write, or by removals): checked for every candidate,
@@ -481,6 +484,46 @@ impl crate::observe::Backend for RedisMemoryStore {
         };
         let items = candidates.into_iter().zip(holds).filter_map(|(id, holds)| holds.then_some(id));
         Ok(UserPage { items: items.collect(), next_cursor })
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        let page = page.application_page()?;
+        let what = "listing applications failed";
+        let min = match &page.after {
+            Some(after) => format!("({}", hex(after.as_bytes())),
+            None => "-".to_owned(),
+        };
+        let mut range = redis::cmd("ZRANGEBYLEX");
+        range.arg(APPLICATIONS_KEY).arg(min).arg("+").arg("LIMIT").arg(0).arg(page.limit + 1);
+        let Value::Array(members) = self.connection()?.command(&range, what).await? else {
+            return Err(unexpected_reply());
+        };
+        let more = members.len() > page.limit;
+        let candidates = members
+            .into_iter()
+            .take(page.limit)
+            .map(|member| decode_id(member, "application_id"))
+            .collect::<Result<Vec<String>>>()?;
+        // The index keeps every application it ever had (ADR 0013): each candidate is checked
+        // for a user holding a record, all at once. In a cluster each check goes to the node
+        // of the key it reads.
+        let mut checks = tokio::task::JoinSet::new();
+        for (i, app) in candidates.iter().enumerate() {
+            let conn = self.connection()?;
+            let app = app.clone();
+            checks.spawn(async move { (i, application_holds(conn, &app).await) });
+        }
+        let mut holds = vec![false; candidates.len()];
+        while let Some(done) = checks.join_next().await {
+            let (i, held) = done.map_err(|_| MemoryError::storage(PROVIDER, what))?;
+            holds[i] = held?;
+        }
+        let next_cursor = match candidates.last() {
+            Some(last) if more => Some(provider::application_cursor(last)),
+            _ => None,
+        };
+        let items = candidates.into_iter().zip(holds).filter_map(|(id, holds)| holds.then_some(id));
+        Ok(ApplicationPage { items: items.collect(), next_cursor })
     }
 
     async fn list_namespaces(
@@ -539,6 +582,47 @@ impl crate::observe::Backend for RedisMemoryStore {
             opt_text(cursor)?.map(|position| key_cursor(CursorKind::Purge, scope, &position));
         Ok(MemoryCleanupPage { deleted, next_cursor })
     }
+}
+
+/// How many of an application's indexed users `list_applications` checks for a record: an
+/// application with more users than this, the first this many (in byte order) all ghosts, is
+/// listed without looking further, so a page's cost stays bounded (ADR 0013).
+const APPLICATION_USER_CHECKS: usize = 4;
+
+/// Whether one indexed application holds a record: whether one of the first
+/// [`APPLICATION_USER_CHECKS`] users of its user index has a namespace set. An empty user
+/// index (every user erased) or one of ghosts only does not; past the checks, the
+/// application counts as holding one.
+async fn application_holds(mut conn: Conn, application_id: &str) -> Result<bool> {
+    let what = "listing applications failed";
+    let mut range = redis::cmd("ZRANGE");
+    range.arg(users_key(application_id)).arg(0).arg(APPLICATION_USER_CHECKS);
+    let Value::Array(members) = conn.command(&range, what).await? else {
+        return Err(unexpected_reply());
+    };
+    let more = members.len() > APPLICATION_USER_CHECKS;
+    for member in members.into_iter().take(APPLICATION_USER_CHECKS) {
+        let user = decode_id(member, "user_id")?;
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(namespaces_key(&user_prefix(application_id, &user)));
+        if int(&conn.command(&exists, what).await?)? == 1 {
+            return Ok(true);
+        }
+    }
+    Ok(more)
+}
+
+/// An id stored as hex in an index: a `user_id` or an `application_id`.
+fn decode_id(member: Value, field: &'static str) -> Result<String> {
+    let Value::BulkString(encoded) = member else { return Err(unexpected_reply()) };
+    let unreadable = match field {
+        "user_id" => "a stored user id is unreadable",
+        _ => "a stored application id is unreadable",
+    };
+    unhex(&encoded)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .filter(|id| validation::id(field, id).is_ok())
+        .ok_or_else(|| MemoryError::storage(PROVIDER, unreadable))
 }
 
 /// The error for a put the script refused under `quota`: the store's limit of that name (the

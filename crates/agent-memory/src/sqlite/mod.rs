@@ -19,7 +19,8 @@ use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    UserPage,
 };
 use crate::provider::SearchScan;
 use crate::record::{MemoryRecord, Revision};
@@ -262,6 +263,11 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let page = page.user_page(application_id)?;
         let app = application_id.to_owned();
         self.reading(move |conn| statements::list_users(conn, &app, &page)).await
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        let page = page.application_page()?;
+        self.reading(move |conn| statements::list_applications(conn, &page)).await
     }
 
     async fn purge_expired(

@@ -15,7 +15,8 @@ use super::error::{storage, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage, UserPage,
+    ApplicationPage, CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage,
+    UserPage,
 };
 use crate::provider::{self, key_cursor, search_contains, PageBuilder, SearchScan};
 use crate::quota::{record_bytes, Quotas, Usage, UsageChange};
@@ -506,6 +507,31 @@ pub(super) fn list_users(conn: &Connection, app: &str, page: &NamePage) -> Resul
     provider::user_page(PROVIDER, app, page.limit, ids)
 }
 
+/// The next application id after `?1` that holds a record: one seek on the primary key's
+/// leading column, however many records the applications before it hold.
+const NEXT_APPLICATION: &str =
+    "SELECT app_id FROM memory_records WHERE app_id > ?1 ORDER BY app_id LIMIT 1";
+
+/// Pages the applications that hold any record, expired ones included: a skip scan, one
+/// primary-key seek per application (at most `limit + 1`), never a scan of their records.
+pub(super) fn list_applications(conn: &Connection, page: &NamePage) -> Result<ApplicationPage> {
+    let what = "listing applications failed";
+    let mut next = conn.prepare_cached(NEXT_APPLICATION).map_err(storage(what))?;
+    let mut ids: Vec<String> = Vec::with_capacity(page.limit + 1);
+    // Application ids are never empty, so "" is before every one of them.
+    let mut position = page.after.clone().unwrap_or_default();
+    while ids.len() <= page.limit {
+        let found: Option<String> = next
+            .query_row(params![position], |row| row.get(0))
+            .optional()
+            .map_err(storage(what))?;
+        let Some(id) = found else { break };
+        position.clone_from(&id);
+        ids.push(id);
+    }
+    provider::application_page(PROVIDER, page.limit, ids)
+}
+
 /// Inspects at most `limit` keys after `after` and removes the expired ones among them.
 pub(super) fn purge_expired(
     conn: &Connection,
@@ -597,5 +623,17 @@ mod tests {
             .map(Result::unwrap)
             .collect();
         assert_eq!(plan, ["SEARCH memory_records USING PRIMARY KEY (app_id=? AND user_id>?)"]);
+    }
+
+    /// Finding the next application is one seek on the primary key's first column.
+    #[test]
+    fn next_application_seeks_the_primary_key() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_RECORDS).unwrap();
+        let sql = format!("EXPLAIN QUERY PLAN {NEXT_APPLICATION}");
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let plan: Vec<String> =
+            stmt.query_map(params!["app"], |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+        assert_eq!(plan, ["SEARCH memory_records USING PRIMARY KEY (app_id>?)"]);
     }
 }
