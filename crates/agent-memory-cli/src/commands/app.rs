@@ -575,7 +575,9 @@ async fn count_application(
 
 /// Opens and starts the target store of a migration.
 async fn open_target(to: &str) -> CliResult<Arc<dyn MemoryStore>> {
-    let target = agent_memory::open(to).map_err(|e| CliError::from(e).context("--to: "))?;
+    // A one-run command: a SQLite target is read without a map, like the source.
+    let target = agent_memory::open(&super::store::without_file_map(to.to_owned()))
+        .map_err(|e| CliError::from(e).context("--to: "))?;
     target.start().await.map_err(|e| CliError::from(e).context("--to: "))?;
     Ok(target)
 }

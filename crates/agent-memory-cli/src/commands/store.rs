@@ -54,7 +54,7 @@ pub enum Lifetime {
 
 /// `url` with `mmap_size=0` added when it is a `sqlite:` URL that does not set `mmap_size`;
 /// any other URL unchanged.
-fn without_file_map(url: String) -> String {
+pub(super) fn without_file_map(url: String) -> String {
     let is_sqlite = url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("sqlite:"));
     // A fragment is refused by the URL parser anyway; leave such a URL for it to refuse.
     if !is_sqlite || url.contains('#') {

@@ -133,8 +133,8 @@ pub(crate) struct Writer {
     max_records: String,
     max_bytes: String,
     batch_max: usize,
-    /// Permits for the connections writes may hold at once, when limited.
-    connections: Option<Arc<tokio::sync::Semaphore>>,
+    /// Permits for the connections writes may hold at once.
+    connections: Arc<tokio::sync::Semaphore>,
     queue: Mutex<Queue>,
 }
 
@@ -162,12 +162,12 @@ impl Drop for Ticket<'_> {
 
 impl Writer {
     /// The queue of a store running `sql`, with its quotas and its batch bound.
-    /// Writes hold at most `connections` connections at once, when given.
+    /// Writes hold at most `connections` connections at once.
     pub(crate) fn new(
         sql: Arc<Statements>,
         quotas: Quotas,
         batch_max: usize,
-        connections: Option<usize>,
+        connections: usize,
     ) -> Self {
         let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
         Self {
@@ -176,7 +176,7 @@ impl Writer {
             max_records: limit(quotas.records()),
             max_bytes: limit(quotas.bytes()),
             batch_max: batch_max.max(1),
-            connections: connections.map(|n| Arc::new(tokio::sync::Semaphore::new(n.max(1)))),
+            connections: Arc::new(tokio::sync::Semaphore::new(connections.max(1))),
             queue: Mutex::new(Queue::default()),
         }
     }
@@ -199,10 +199,8 @@ impl Writer {
         };
         let ticket = Ticket { writer: self, id };
         let connect = async {
-            let permit = match &self.connections {
-                Some(permits) => Arc::clone(permits).acquire_owned().await.ok(),
-                None => None,
-            };
+            // Closed never: the semaphore lives as long as the writer.
+            let permit = Arc::clone(&self.connections).acquire_owned().await.ok();
             connect.await.map(|conn| (permit, conn))
         };
         let connected = tokio::select! {

@@ -61,7 +61,7 @@ pub(crate) struct Options {
     pub(crate) search_scan_bytes: usize,
     pub(crate) erase_batch_size: usize,
     pub(crate) write_batch_max: usize,
-    /// `None`: writes may use every connection.
+    /// `None`: the default, [`Options::write_connections`].
     pub(crate) write_connections: Option<usize>,
     pub(crate) prepared_statements: bool,
     pub(crate) quotas: crate::quota::Quotas,
@@ -83,6 +83,15 @@ impl Default for Options {
             prepared_statements: true,
             quotas: crate::quota::Quotas::unlimited(),
         }
+    }
+}
+
+impl Options {
+    /// The connections writes may hold at once: as set, or a quarter of the pool (at least
+    /// one), so that under many concurrent writers most of them queue and share statements
+    /// while reads keep the rest of the pool.
+    pub(crate) fn write_connections(&self) -> usize {
+        self.write_connections.unwrap_or((self.max_connections / 4).max(1))
     }
 }
 
@@ -184,10 +193,10 @@ impl PostgresMemoryStoreBuilder {
         self
     }
 
-    /// Most connections that writes hold at once (default: every connection of the pool; at
-    /// least 1, at most `max_connections`). Writes beyond it queue and share the statements
-    /// of the writes that hold them, while reads keep the whole pool. See "Write coalescing"
-    /// in the [module docs](super). URL parameter `write_connections`.
+    /// Most connections that writes hold at once (default: a quarter of `max_connections`,
+    /// at least 1; at least 1, at most `max_connections`). Writes beyond it queue and share
+    /// the statements of the writes that hold them, while reads keep the whole pool. See
+    /// "Write coalescing" in the [module docs](super). URL parameter `write_connections`.
     pub fn write_connections(mut self, connections: usize) -> Self {
         self.options.write_connections = Some(connections);
         self
@@ -805,6 +814,11 @@ mod tests {
         assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
         assert_eq!(defaults.write_batch_max, DEFAULT_WRITE_BATCH_MAX);
         assert_eq!(defaults.write_connections, None);
+        assert_eq!(defaults.write_connections(), 4, "a quarter of the default pool of 16");
+        let small = Options { max_connections: 3, ..Options::default() };
+        assert_eq!(small.write_connections(), 1, "at least one");
+        let set = Options { write_connections: Some(16), ..Options::default() };
+        assert_eq!(set.write_connections(), 16, "as set");
 
         // The builder overrides the URL.
         let b =

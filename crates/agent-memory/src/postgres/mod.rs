@@ -74,7 +74,7 @@ impl PostgresMemoryStore {
             Arc::clone(&sql),
             options.quotas,
             options.write_batch_max,
-            options.write_connections,
+            options.write_connections(),
         ));
         Self {
             config,
