@@ -46,7 +46,7 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
 
@@ -274,7 +274,7 @@ impl Pool {
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => continue,
             };
-            return Ok(f(&*conn));
+            return Ok(f(&conn));
         }
         Err(f)
     }
@@ -396,9 +396,15 @@ impl LogKeeper {
             return;
         }
         if pages < self.limit {
-            // Full means a request is waiting already; gone means the store is closing.
-            let _ = self.checkpoints.try_send(Checkpoint::Run);
-            self.asked = Some(self.finished.load(Ordering::Acquire));
+            // Read before asking: a checkpoint that finishes at once must count as finished.
+            let finished = self.finished.load(Ordering::Acquire);
+            self.asked = match self.checkpoints.try_send(Checkpoint::Run) {
+                // Full: a request is waiting already, and will run.
+                Ok(()) | Err(TrySendError::Full(_)) => Some(finished),
+                // The checkpointer has stopped (the store is closing, or its thread died): the
+                // writer copies the log itself at the limit.
+                Err(TrySendError::Disconnected(_)) => None,
+            };
             return;
         }
         // Writes have not paused long enough for the log to start over: copy what the
@@ -423,7 +429,7 @@ fn reader_loop(connection: &Mutex<Connection>, jobs: Receiver<ReadJob>) {
         let conn = lock(connection);
         // A panicking job drops its reply, which the caller sees as a failed task; the
         // connection holds no transaction between jobs, so it stays usable.
-        let _ = catch_unwind(AssertUnwindSafe(|| job(&*conn)));
+        let _ = catch_unwind(AssertUnwindSafe(|| job(&conn)));
     }
 }
 
