@@ -20,7 +20,7 @@ use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
 use crate::page::{
     ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    UserPage,
+    UserPage, DEFAULT_PAGE_LIMIT,
 };
 use crate::provider::SearchScan;
 use crate::record::{MemoryRecord, Revision};
@@ -181,6 +181,14 @@ impl crate::observe::Backend for SqliteMemoryStore {
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         let page = page.key_page(CursorKind::List, scope)?;
         let now = self.clock.now();
+        // A page of at most the default size is a short range read (see "Point reads run where
+        // they are asked" in `pool`); a larger one goes to a reader thread.
+        if page.limit <= DEFAULT_PAGE_LIMIT {
+            let here = self.pool()?.read_here(|conn| statements::list(conn, scope, &page, now));
+            if let Ok(found) = here {
+                return found;
+            }
+        }
         let scope = scope.clone();
         self.reading(move |conn| statements::list(conn, &scope, &page, now)).await
     }
