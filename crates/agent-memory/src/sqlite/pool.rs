@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::hooks::Wal;
 use rusqlite::Connection;
@@ -68,6 +68,9 @@ const MAX_GROUP: usize = 64;
 /// Pages in the write-ahead log past which a commit asks the checkpointer to copy them into
 /// the database file: SQLite's own automatic checkpoint threshold.
 const CHECKPOINT_PAGES: c_int = 1_000;
+/// How long an erasure's `wal_checkpoint(TRUNCATE)` is tried again while another checkpoint
+/// runs.
+const TRUNCATE_PATIENCE: Duration = Duration::from_millis(500);
 /// How long the writer waits for the next write before it counts as a pause in writes.
 const PAUSE: Duration = Duration::from_millis(10);
 /// Pages in the log past which the writer copies the rest itself, so the log starts over even
@@ -418,7 +421,8 @@ impl LogKeeper {
     /// Runs when no write has come for [`PAUSE`]: the checkpointer copies what the log still
     /// holds, so the next write starts it over instead of making it longer.
     fn on_pause(&mut self) {
-        if LOG_PAGES.with(Cell::get) > 0 && !self.running() {
+        // Below the threshold nothing asked for a checkpoint, and the log is short anyway.
+        if LOG_PAGES.with(Cell::get) >= CHECKPOINT_PAGES && !self.running() {
             self.ask();
         }
     }
@@ -540,11 +544,26 @@ fn writer_loop(
 
 /// `wal_checkpoint(TRUNCATE)` on the writer's connection, outside any transaction: true when
 /// every frame reached the database file and the log was emptied.
+///
+/// A checkpoint cannot start while another one runs (SQLite answers "busy" at once, without
+/// waiting), and the checkpointer thread may be in the middle of one, which takes
+/// milliseconds: so a busy answer is tried again, a millisecond later, until
+/// [`TRUNCATE_PATIENCE`] has passed. (Waiting for readers is SQLite's own, through the busy
+/// timeout, so a call that waited that long is not repeated.)
 fn checkpoint(conn: &Connection) -> Result<bool> {
-    let busy: i64 = conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
-        .map_err(storage("checkpointing the write-ahead log failed"))?;
-    Ok(busy == 0)
+    let started = Instant::now();
+    loop {
+        let busy: i64 = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+            .map_err(storage("checkpointing the write-ahead log failed"))?;
+        if busy == 0 {
+            return Ok(true);
+        }
+        if started.elapsed() >= TRUNCATE_PATIENCE {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
