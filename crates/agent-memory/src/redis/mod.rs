@@ -31,8 +31,8 @@ use self::keys::{
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    UserPage,
+    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage,
+    PageRequest, UserPage,
 };
 use crate::provider::{self, key_cursor, search_contains, search_prefilter};
 use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
@@ -212,6 +212,33 @@ impl RedisMemoryStore {
             self.index_user(application_id, user_id).await?;
         }
         Ok(())
+    }
+
+    /// One page of an id index (a sorted set of hex-encoded ids, read in byte order): up to
+    /// `page.limit` ids after `page.after`, and whether more follow.
+    async fn index_page(
+        &self,
+        index: &str,
+        page: &NamePage,
+        field: &'static str,
+        what: &'static str,
+    ) -> Result<(Vec<String>, bool)> {
+        let min = match &page.after {
+            Some(after) => format!("({}", hex(after.as_bytes())),
+            None => "-".to_owned(),
+        };
+        let mut range = redis::cmd("ZRANGEBYLEX");
+        range.arg(index).arg(min).arg("+").arg("LIMIT").arg(0).arg(page.limit + 1);
+        let Value::Array(members) = self.connection()?.command(&range, what).await? else {
+            return Err(unexpected_reply());
+        };
+        let more = members.len() > page.limit;
+        let ids = members
+            .into_iter()
+            .take(page.limit)
+            .map(|member| decode_id(member, field))
+            .collect::<Result<Vec<String>>>()?;
+        Ok((ids, more))
     }
 
     /// Loops an erase script until it reports that nothing is left.
@@ -442,27 +469,8 @@ impl crate::observe::Backend for RedisMemoryStore {
     async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
         let page = page.user_page(application_id)?;
         let what = "listing users failed";
-        let min = match &page.after {
-            Some(after) => format!("({}", hex(after.as_bytes())),
-            None => "-".to_owned(),
-        };
-        let mut range = redis::cmd("ZRANGEBYLEX");
-        range
-            .arg(users_key(application_id))
-            .arg(min)
-            .arg("+")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(page.limit + 1);
-        let Value::Array(members) = self.connection()?.command(&range, what).await? else {
-            return Err(unexpected_reply());
-        };
-        let more = members.len() > page.limit;
-        let candidates = members
-            .into_iter()
-            .take(page.limit)
-            .map(|member| decode_id(member, "user_id"))
-            .collect::<Result<Vec<String>>>()?;
+        let index = users_key(application_id);
+        let (candidates, more) = self.index_page(&index, &page, "user_id", what).await?;
         // A user in the index without a namespace set holds no record (a ghost left by a crash
         // between indexing and the first write, or by removals): checked for every candidate,
         // all at once. In a cluster each check goes to the node of the user's slot.
@@ -489,21 +497,8 @@ impl crate::observe::Backend for RedisMemoryStore {
     async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
         let page = page.application_page()?;
         let what = "listing applications failed";
-        let min = match &page.after {
-            Some(after) => format!("({}", hex(after.as_bytes())),
-            None => "-".to_owned(),
-        };
-        let mut range = redis::cmd("ZRANGEBYLEX");
-        range.arg(APPLICATIONS_KEY).arg(min).arg("+").arg("LIMIT").arg(0).arg(page.limit + 1);
-        let Value::Array(members) = self.connection()?.command(&range, what).await? else {
-            return Err(unexpected_reply());
-        };
-        let more = members.len() > page.limit;
-        let candidates = members
-            .into_iter()
-            .take(page.limit)
-            .map(|member| decode_id(member, "application_id"))
-            .collect::<Result<Vec<String>>>()?;
+        let (candidates, more) =
+            self.index_page(APPLICATIONS_KEY, &page, "application_id", what).await?;
         // The index keeps every application it ever had (ADR 0013): each candidate is checked
         // for a user holding a record, all at once. In a cluster each check goes to the node
         // of the key it reads.
