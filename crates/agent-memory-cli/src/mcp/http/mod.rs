@@ -41,7 +41,7 @@ use agent_memory::MemoryStore;
 use rmcp::transport::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
-pub use self::jwt::JwtSettings;
+pub use self::jwt::{JwtSettings, TOKEN_USER_PREFIX};
 pub use self::metrics::MetricsAt;
 use self::reload::Watched;
 use super::handler::MemoryServer;
@@ -109,22 +109,23 @@ pub fn check(options: &HttpOptions) -> CliResult {
         std::fs::read(path)
             .map_err(|err| CliError::invalid(format!("cannot read the {what}: {err}")))
     };
-    let parsed = |what: &str, result: Result<(), reload::LoadError>| match result {
-        Ok(()) => Ok(()),
-        Err(reload::LoadError::Incomplete) => {
-            Err(CliError::invalid(format!("the {what} ends in an incomplete line")))
-        }
+    let parsed = |what: &str, result: Result<bool, reload::LoadError>| match result {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(CliError::invalid(format!("the {what} ends in an incomplete line"))),
         Err(reload::LoadError::Invalid(reason)) => {
             Err(CliError::invalid(format!("the {what}: {reason}")))
         }
     };
     if let Some(path) = &options.api_keys {
         let bytes = read("API key file", path)?;
-        parsed("API key file", api_keys::parser(options.app.clone())(&bytes).map(drop))?;
+        parsed(
+            "API key file",
+            api_keys::parser(options.app.clone())(&bytes).map(|p| p.tail_pending),
+        )?;
     }
     if let Some(settings) = &options.jwt {
         let bytes = read("JWT key file", &settings.keys)?;
-        parsed("JWT key file", jwt::parser()(&bytes).map(drop))?;
+        parsed("JWT key file", jwt::parser()(&bytes).map(|p| p.tail_pending))?;
     }
     if let Some((cert, key)) = &options.tls {
         tls::server_config(cert, key).map_err(CliError::invalid)?;
