@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::auth::{self, Authenticator};
 use super::limits::{self, Limits};
+use super::peers::{self, PeerLimit};
 use crate::mcp::handler::MemoryServer;
 
 /// Where RFC 9728 clients look for the protected-resource metadata: at the root, and with
@@ -33,17 +34,19 @@ pub struct Routes {
     pub mcp_config: StreamableHttpServerConfig,
     pub auth: Arc<Authenticator>,
     pub limits: Arc<Limits>,
+    pub peers: Arc<PeerLimit>,
     pub store: Arc<dyn MemoryStore>,
     pub app: String,
     /// The protected-resource metadata document, when OAuth tokens are accepted.
     pub metadata: Option<Value>,
 }
 
-/// The router: `/mcp` runs authentication (which logs), then the per-user rate limit, then the
-/// concurrency limit and deadline, then rmcp's Streamable HTTP service (which checks `Host`,
-/// `Origin`, the protocol version and the body size).
+/// The router: `/mcp` runs the per-peer limit on failed authentication, then authentication
+/// (which logs), then the per-user rate limit, then the concurrency limit and deadline, then
+/// rmcp's Streamable HTTP service (which checks `Host`, `Origin`, the protocol version and the
+/// body size).
 pub fn router(routes: Routes) -> Router {
-    let Routes { handler, mcp_config, auth, limits, store, app, metadata } = routes;
+    let Routes { handler, mcp_config, auth, limits, peers, store, app, metadata } = routes;
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -53,7 +56,8 @@ pub fn router(routes: Routes) -> Router {
         .route_service("/mcp", service)
         .layer(from_fn_with_state(Arc::clone(&limits), limits::bound))
         .layer(from_fn_with_state(limits, limits::rate_limit))
-        .layer(from_fn_with_state(auth, auth::authenticate));
+        .layer(from_fn_with_state(auth, auth::authenticate))
+        .layer(from_fn_with_state(peers, peers::gate));
     let mut public =
         Router::new().route("/healthz", get(healthz)).with_state(Arc::new(Health { store, app }));
     if let Some(metadata) = metadata {
