@@ -103,7 +103,7 @@ pub struct HttpArgs {
 
     /// Failed authentications per second each peer address may cause (bursts up to the same
     /// number); beyond that, every request from it gets 429 until the allowance refills.
-    #[arg(long, value_name = "N/s", default_value = "10/s", value_parser = parse_rate, requires = "listen")]
+    #[arg(long, value_name = "N/s", default_value = "20/s", value_parser = parse_rate, requires = "listen")]
     peer_failure_limit: NonZeroU32,
 
     /// Serve HTTPS with this PEM certificate chain (needs --tls-key).

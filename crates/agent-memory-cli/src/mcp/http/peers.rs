@@ -24,7 +24,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -32,10 +34,16 @@ use tokio_util::sync::CancellationToken;
 /// active recently.
 const FORGET_EVERY: Duration = Duration::from_secs(60);
 
+/// The failures of every peer, with what is left of their allowance after each.
+type Failures =
+    RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
+
 /// The failed-authentication allowance of every peer.
 #[derive(Debug)]
 pub struct PeerLimit {
-    failures: DefaultKeyedRateLimiter<IpAddr>,
+    failures: Failures,
+    /// How long one failure takes to be forgiven.
+    refill: Duration,
     clock: DefaultClock,
     /// Peers over their allowance, and when it will let one more failure through.
     refused: Mutex<HashMap<IpAddr, Instant>>,
@@ -45,8 +53,10 @@ impl PeerLimit {
     /// `per_second` failed authentications per peer and second; forgets idle peers until
     /// `stop` is cancelled.
     pub fn start(per_second: NonZeroU32, stop: CancellationToken) -> Arc<Self> {
+        let quota = Quota::per_second(per_second);
         let limit = Arc::new(Self {
-            failures: RateLimiter::keyed(Quota::per_second(per_second)),
+            failures: RateLimiter::keyed(quota).with_middleware::<StateInformationMiddleware>(),
+            refill: quota.replenish_interval(),
             clock: DefaultClock::default(),
             refused: Mutex::new(HashMap::new()),
         });
@@ -78,12 +88,15 @@ impl PeerLimit {
         until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
     }
 
-    /// Counts one failed authentication of `peer`.
+    /// Counts one failed authentication of `peer`; the one that uses up its allowance starts
+    /// the refusal.
     fn failed(&self, peer: IpAddr) {
-        if let Err(not_until) = self.failures.check_key(&peer) {
-            let wait = not_until.wait_time_from(self.clock.now());
-            self.refused().insert(peer, Instant::now() + wait);
-        }
+        let wait = match self.failures.check_key(&peer) {
+            Ok(left) if left.remaining_burst_capacity() > 0 => return,
+            Ok(_) => self.refill,
+            Err(not_until) => not_until.wait_time_from(self.clock.now()),
+        };
+        self.refused().insert(peer, Instant::now() + wait);
     }
 }
 
