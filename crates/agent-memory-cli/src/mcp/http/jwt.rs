@@ -27,7 +27,6 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::reload::{LoadError, Parse};
 use crate::mcp::{CredentialId, Principal};
@@ -328,16 +327,13 @@ impl Verifier {
     }
 }
 
-/// A short, stable stand-in for a token's user in logs: 12 hex digits of the SHA-256 of the
-/// issuer and the user, so an operator can follow one user's requests without the log holding
-/// the user id.
+/// A short stand-in for a token's user in logs and in the `agent` of its writes: a keyed hash
+/// of the issuer and the user ([`agent_memory::observe::hash_id`]), so an operator can follow
+/// one user's requests without the log holding the user id, and nobody without the key can
+/// test guessed emails or numbers against it. Stable across restarts and replicas only when
+/// `AGENT_MEMORY_ID_HASH_KEY` is set.
 fn subject_hash(issuer: &str, user: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(issuer.as_bytes())
-        .chain_update([0])
-        .chain_update(user.as_bytes())
-        .finalize();
-    digest.iter().take(6).map(|byte| format!("{byte:02x}")).collect()
+    agent_memory::observe::hash_id(&format!("{issuer}\0{user}"))
 }
 
 fn refusal_of(kind: &ErrorKind) -> Refusal {
