@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use support::{json_lines, Fixture, INVALID, NOT_FOUND, OK};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
@@ -246,6 +247,23 @@ fn h2_server(fx: &Fixture, extra: &[&str]) -> (Listening, String) {
     (Listening::start(fx, &args), key)
 }
 
+/// `GET /mcp` over HTTP/1.1 with `credential`: the status, and whether `Retry-After` was set.
+fn get_mcp(addr: &str, credential: &str) -> (u16, bool) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {credential}\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let code = response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (code, response.to_ascii_lowercase().contains("retry-after:"))
+}
+
 /// A small runtime for the raw HTTP/2 clients.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -374,21 +392,7 @@ fn connections_over_the_cap_wait_for_a_free_slot() {
 fn a_peer_that_keeps_failing_authentication_is_refused_before_it() {
     let fx = Fixture::new();
     let (server, key) = h2_server(&fx, &["--peer-failure-limit", "3/s"]);
-    let status = |credential: &str| {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(&server.addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            stream,
-            "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {credential}\r\n\
-             Connection: close\r\n\r\n"
-        )
-        .expect("send");
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        let code = response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-        (code, response.to_ascii_lowercase().contains("retry-after:"))
-    };
+    let status = |credential: &str| get_mcp(&server.addr, credential);
     assert_eq!(status(&key).0, 405, "a valid key passes");
     let statuses: Vec<u16> = (0..6).map(|_| status("amk_000000000000_0000").0).collect();
     assert_eq!(&statuses[..3], &[401, 401, 401], "{statuses:?}");
@@ -397,6 +401,45 @@ fn a_peer_that_keeps_failing_authentication_is_refused_before_it() {
     // The allowance refills.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(status(&key).0, 405);
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_key_made_for_another_application_is_refused() {
+    let fx = Fixture::new();
+    let (server, ours) = h2_server(&fx, &[]);
+    let file = fx.path("keys.jsonl");
+    let add = |app: Option<&str>| {
+        let mut cmd = fx.bare();
+        if let Some(app) = app {
+            cmd.args(["--app", app]);
+        }
+        let out = cmd
+            .args(["--user", "alice", "api-key", "add", "--file", file.to_str().unwrap()])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(OK));
+        String::from_utf8(out.stdout).expect("UTF-8").trim_end().to_owned()
+    };
+    let theirs = add(Some("other-app"));
+    let any = add(None);
+    let status = |key: &str| get_mcp(&server.addr, key).0;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while status(&any) != 405 {
+        assert!(Instant::now() < deadline, "the key naming no application is not accepted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status(&ours), 405, "a key made for this application");
+    assert_eq!(status(&theirs), 401, "a key made for another application");
+    let listed = json_lines(
+        &fx.bare()
+            .args(["--json", "api-key", "list", "--file", file.to_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let apps: Vec<&Value> = listed.iter().map(|entry| &entry["app"]).collect();
+    assert_eq!(apps, [&Value::from("h2"), &Value::from("other-app"), &Value::Null]);
     assert!(server.stop().success());
 }
 
@@ -465,6 +508,8 @@ fn api_key_add_refuses_bad_input_and_writes_nothing() {
         vec!["api-key", "add", "--file", file_arg, "--user", ""],
         vec!["api-key", "add", "--file", file_arg, "--user", "u\u{7}"],
         vec!["api-key", "add", "--file", file_arg, "--user", "u", "--label", "a\nb"],
+        // The id space of token users.
+        vec!["api-key", "add", "--file", file_arg, "--user", "oidc:alice"],
     ] {
         fx.bare().args(&args).assert().code(INVALID);
         assert!(!file.exists(), "{args:?} created the key file");
