@@ -44,6 +44,11 @@ pub struct KeyEntry {
     pub hash_algorithm: String,
     /// SHA-256 of the whole key, as 64 lowercase hex digits.
     pub hash: String,
+    /// The application the key is for (`api-key add --app`): a server of another application
+    /// refuses it. Entries without one (written before keys named their application, or by
+    /// `add` without `--app`) work for whichever application the server reading the file has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     /// The user the key acts for.
     pub user: String,
     /// The namespace the key acts in; the default namespace when `None`.
@@ -93,6 +98,7 @@ impl KeyEntry {
             id,
             hash_algorithm: HASH_ALGORITHM.to_owned(),
             hash: hex(&key_hash(&key)),
+            app: None,
             user,
             namespace,
             read_only,
@@ -170,11 +176,25 @@ pub fn read(path: &Path) -> Result<Vec<KeyEntry>, FileError> {
 /// # Errors
 /// As [`read`].
 pub fn parse(bytes: &[u8]) -> Result<Vec<KeyEntry>, FileError> {
-    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-        return Err(FileError::Incomplete);
+    match parse_complete(bytes)? {
+        (entries, false) => Ok(entries),
+        (_, true) => Err(FileError::Incomplete),
     }
+}
+
+/// Parses the complete lines of a key file's bytes, as [`parse`], ignoring a last line that
+/// has no newline yet; the flag says whether there was one. The server applies the complete
+/// lines at once and treats such a tail as pending (see `mcp::http::reload`).
+///
+/// # Errors
+/// As [`read`], except [`FileError::Incomplete`].
+pub fn parse_complete(bytes: &[u8]) -> Result<(Vec<KeyEntry>, bool), FileError> {
+    let (complete, tail_pending) = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => (&bytes[..=end], end + 1 < bytes.len()),
+        None => (&bytes[..0], !bytes.is_empty()),
+    };
     let mut entries: Vec<KeyEntry> = Vec::new();
-    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    for (index, line) in complete.split(|&b| b == b'\n').enumerate() {
         let invalid = |reason: String| FileError::Invalid { line: index + 1, reason };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -190,7 +210,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<KeyEntry>, FileError> {
         }
         entries.push(entry);
     }
-    Ok(entries)
+    Ok((entries, tail_pending))
 }
 
 /// Appends `entry` to the key file at `path` in one write, creating the file with mode 0600.

@@ -107,7 +107,8 @@ fn not_utf8() -> String {
 }
 
 /// The variable that turns on application and user ids in spans, as hashes keyed with its
-/// value (at least 16 bytes); unset, spans carry no ids at all.
+/// value (at least 16 bytes); unset, spans carry no ids at all. The remote server's log names
+/// token users by a hash keyed with it too (with a random per-process secret when unset).
 const ID_HASH_KEY: &str = "AGENT_MEMORY_ID_HASH_KEY";
 
 /// Reads [`ID_HASH_KEY`]; the key itself is never printed.

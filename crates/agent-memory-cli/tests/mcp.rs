@@ -211,6 +211,46 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
 }
 
 #[test]
+fn an_unknown_tools_name_never_reaches_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = server_command(dir.path())
+        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
+        .env("AGENT_MEMORY_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut text);
+        text
+    });
+    let lines = line_reader(&mut child);
+    initialize(&mut stdin, &lines, "raw-test");
+    // A name a client could fill with anything: log injection, personal data.
+    let chosen = "client-chosen-tool-name-5f1e\nFAKE LOG LINE";
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": chosen, "arguments": {}
+        }}),
+    );
+    let refused = next_message(&lines);
+    assert_eq!(refused["id"], 2, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("a protocol error");
+    assert!(message.contains("unknown tool") && message.contains("memory_get"), "{message}");
+    drop(stdin);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let stderr = stderr.join().unwrap_or_default();
+    assert!(status.is_some_and(|status| status.success()), "{stderr}");
+    assert!(!stderr.contains("client-chosen-tool-name"), "the name reached the log:\n{stderr}");
+    assert!(!stderr.contains("FAKE LOG LINE"), "{stderr}");
+}
+
+#[test]
 fn writes_record_the_session_and_the_clients_name() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("sqlite:{}", dir.path().join("source.db").display());

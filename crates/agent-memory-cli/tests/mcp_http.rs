@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use support::{json_lines, Fixture, INVALID, NOT_FOUND, OK};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
@@ -221,6 +222,227 @@ fn healthz_answers_whether_the_store_does() {
     assert!(server.stop().success(), "SIGTERM is a clean exit");
 }
 
+/// Makes an API key for user `alice` of application `app` in the fixture's key file; returns
+/// the file and the key.
+fn alice_key(fx: &Fixture, app: &str) -> (String, String) {
+    let file = fx.path("keys.jsonl").to_str().expect("UTF-8 path").to_owned();
+    let out = fx
+        .bare()
+        .args(["--app", app, "--user", "alice", "api-key", "add", "--file", &file])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(OK), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = String::from_utf8(out.stdout).expect("UTF-8").trim_end().to_owned();
+    (file, key)
+}
+
+/// A server for application `h2` on a fresh SQLite file, accepting alice's key, with `extra`
+/// options; returns it and the key.
+fn h2_server(fx: &Fixture, extra: &[&str]) -> (Listening, String) {
+    let (keys, key) = alice_key(fx, "h2");
+    let store = format!("sqlite:{}", fx.path("h2.db").display());
+    let mut args = vec!["--store", &store, "--app", "h2", "mcp", "--listen", "127.0.0.1:0"];
+    args.extend(["--api-keys", &keys]);
+    args.extend(extra);
+    (Listening::start(fx, &args), key)
+}
+
+/// `GET /mcp` over HTTP/1.1 with `credential`: the status, and whether `Retry-After` was set.
+fn get_mcp(addr: &str, credential: &str) -> (u16, bool) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {credential}\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let code = response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (code, response.to_ascii_lowercase().contains("retry-after:"))
+}
+
+/// A small runtime for the raw HTTP/2 clients.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// One raw HTTP/2 connection with prior knowledge (h2c), as a client that never closes it.
+struct H2 {
+    sender: h2::client::SendRequest<&'static [u8]>,
+    /// Ends when the server closes the connection.
+    connection: tokio::task::JoinHandle<()>,
+}
+
+impl H2 {
+    async fn open(addr: &str) -> Result<Self, String> {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|err| err.to_string())?;
+        let (sender, connection) = h2::client::Builder::new()
+            .handshake::<_, &'static [u8]>(tcp)
+            .await
+            .map_err(|err| err.to_string())?;
+        let connection = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Self { sender, connection })
+    }
+
+    /// `GET path`, with `Authorization: Bearer key` when given; the status.
+    async fn get(&mut self, path: &str, key: Option<&str>) -> Result<u16, String> {
+        let mut request = http::Request::get(format!("http://localhost{path}"));
+        if let Some(key) = key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let request = request.body(()).expect("request");
+        let sender = self.sender.clone().ready().await.map_err(|err| err.to_string())?;
+        let mut sender = sender;
+        let (response, _) = sender.send_request(request, true).map_err(|err| err.to_string())?;
+        let response = response.await.map_err(|err| err.to_string())?;
+        Ok(response.status().as_u16())
+    }
+
+    /// Waits up to `within` for the server to close the connection; true when it did.
+    async fn closed_within(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, &mut self.connection).await.is_ok()
+    }
+}
+
+#[test]
+fn cleartext_http2_is_refused_unless_asked_for() {
+    let fx = Fixture::new();
+    let (server, _) = h2_server(&fx, &[]);
+    let outcome = block_on(async {
+        let mut h2 = H2::open(&server.addr).await?;
+        tokio::time::timeout(Duration::from_secs(10), h2.get("/healthz", None))
+            .await
+            .map_err(|_| "no answer".to_owned())?
+    });
+    assert!(outcome.is_err(), "h2c must be refused by default, got {outcome:?}");
+    assert_eq!(server.get("/healthz"), 200, "HTTP/1.1 still works");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn idle_http2_connections_are_closed_and_failed_requests_keep_none_open() {
+    let fx = Fixture::new();
+    let (server, key) = h2_server(&fx, &["--h2c", "--idle-timeout", "2s"]);
+    block_on(async {
+        // An authenticated request (GET /mcp passes authentication, then gets 405), then
+        // nothing: the server closes the connection after the idle timeout, not before.
+        let mut h2 = H2::open(&server.addr).await.expect("h2c with --h2c");
+        assert_eq!(h2.get("/mcp", Some(&key)).await, Ok(405));
+        let started = Instant::now();
+        assert!(h2.closed_within(Duration::from_secs(8)).await, "an idle h2 connection");
+        assert!(started.elapsed() >= Duration::from_millis(1500), "closed too early");
+
+        // Requests that fail authentication, sent steadily, do not keep a connection open.
+        let mut h2 = H2::open(&server.addr).await.expect("h2c");
+        let started = Instant::now();
+        loop {
+            match h2.get("/mcp", Some("amk_000000000000_0000")).await {
+                Ok(status) => assert_eq!(status, 401),
+                Err(_) => break,
+            }
+            assert!(started.elapsed() < Duration::from_secs(8), "still open after 8 s");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert!(h2.closed_within(Duration::from_secs(2)).await);
+    });
+    assert!(server.stop().success());
+}
+
+#[test]
+fn connections_over_the_cap_wait_for_a_free_slot() {
+    let fx = Fixture::new();
+    let (server, key) =
+        h2_server(&fx, &["--h2c", "--max-connections", "2", "--idle-timeout", "60s"]);
+    block_on(async {
+        let mut first = H2::open(&server.addr).await.expect("first");
+        let mut second = H2::open(&server.addr).await.expect("second");
+        assert_eq!(first.get("/mcp", Some(&key)).await, Ok(405));
+        assert_eq!(second.get("/mcp", Some(&key)).await, Ok(405));
+
+        // A third connection is not served while two are open...
+        let addr = server.addr.clone();
+        let key3 = key.clone();
+        let mut third = tokio::spawn(async move {
+            let mut h2 = H2::open(&addr).await?;
+            h2.get("/mcp", Some(&key3)).await
+        });
+        let waited = tokio::time::timeout(Duration::from_secs(2), &mut third).await;
+        assert!(waited.is_err(), "served over the cap: {waited:?}");
+
+        // ...and is served once one of them closes.
+        first.connection.abort();
+        drop(first);
+        let served = tokio::time::timeout(Duration::from_secs(10), third).await;
+        assert_eq!(served.expect("served in time").expect("task"), Ok(405));
+        assert_eq!(second.get("/mcp", Some(&key)).await, Ok(405), "the others stay served");
+    });
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_peer_that_keeps_failing_authentication_is_refused_before_it() {
+    let fx = Fixture::new();
+    let (server, key) = h2_server(&fx, &["--peer-failure-limit", "3/s"]);
+    let status = |credential: &str| get_mcp(&server.addr, credential);
+    assert_eq!(status(&key).0, 405, "a valid key passes");
+    let statuses: Vec<u16> = (0..6).map(|_| status("amk_000000000000_0000").0).collect();
+    assert_eq!(&statuses[..3], &[401, 401, 401], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|&code| code == 429), "{statuses:?}");
+    assert_eq!(status("amk_000000000000_0000"), (429, true));
+    // The allowance refills.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(status(&key).0, 405);
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_key_made_for_another_application_is_refused() {
+    let fx = Fixture::new();
+    let (server, ours) = h2_server(&fx, &[]);
+    let file = fx.path("keys.jsonl");
+    let add = |app: Option<&str>| {
+        let mut cmd = fx.bare();
+        if let Some(app) = app {
+            cmd.args(["--app", app]);
+        }
+        let out = cmd
+            .args(["--user", "alice", "api-key", "add", "--file", file.to_str().unwrap()])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(OK));
+        String::from_utf8(out.stdout).expect("UTF-8").trim_end().to_owned()
+    };
+    let theirs = add(Some("other-app"));
+    let any = add(None);
+    let status = |key: &str| get_mcp(&server.addr, key).0;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while status(&any) != 405 {
+        assert!(Instant::now() < deadline, "the key naming no application is not accepted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status(&ours), 405, "a key made for this application");
+    assert_eq!(status(&theirs), 401, "a key made for another application");
+    let listed = json_lines(
+        &fx.bare()
+            .args(["--json", "api-key", "list", "--file", file.to_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let apps: Vec<&Value> = listed.iter().map(|entry| &entry["app"]).collect();
+    assert_eq!(apps, [&Value::from("h2"), &Value::from("other-app"), &Value::Null]);
+    assert!(server.stop().success());
+}
+
 #[test]
 fn api_key_add_prints_the_key_once_and_stores_only_its_hash() {
     let fx = Fixture::new();
@@ -286,6 +508,8 @@ fn api_key_add_refuses_bad_input_and_writes_nothing() {
         vec!["api-key", "add", "--file", file_arg, "--user", ""],
         vec!["api-key", "add", "--file", file_arg, "--user", "u\u{7}"],
         vec!["api-key", "add", "--file", file_arg, "--user", "u", "--label", "a\nb"],
+        // The id space of token users.
+        vec!["api-key", "add", "--file", file_arg, "--user", "oidc:alice"],
     ] {
         fx.bare().args(&args).assert().code(INVALID);
         assert!(!file.exists(), "{args:?} created the key file");

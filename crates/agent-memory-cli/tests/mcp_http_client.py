@@ -473,6 +473,19 @@ async def jwt_tokens(binary, store, app, home):
     check("user-jwt" not in logs and "saved with RS256" not in logs, f"log leaks: {logs}")
     check("sub:" in logs, "requests are logged by subject hash")
 
+    # API-key users and token users have separate id spaces: a token whose subject is the
+    # user of an API key never reads what that key saved.
+    key_file = os.path.join(home, "keys-beside-tokens.jsonl")
+    same_name = api_key(binary, home, key_file, "user-jwt")
+    args = ["--api-keys", key_file, "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE,
+            "--jwt-keys", jwks_path]
+    with Server(binary, store, app, args, home) as server:
+        async with connect(server.url, same_name, "key-user") as c:
+            await c.ok("memory_save", {"key": "from-key", "content": "saved with the API key"})
+        async with connect(server.url, token(keys, "ec-1"), "token-user") as c:
+            seen = [key for key, _ in await all_keys(c)]
+            check("from-key" not in seen and "k" in seen, f"token user sees {seen}")
+
     # PEM public keys: no key ids, each key tried for tokens of its algorithm.
     args = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-keys", pem_path]
     with Server(binary, store, app, args, home) as server:

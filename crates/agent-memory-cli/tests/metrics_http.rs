@@ -142,6 +142,27 @@ fn metrics_beside_mcp_show_the_store_operations() {
 }
 
 #[test]
+fn healthz_reads_the_store_at_most_once_a_second() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx, &["--metrics"]);
+    for _ in 0..40 {
+        assert_eq!(fetch(&server.addr, "/healthz").0, 200);
+    }
+    let (_, body) = fetch(&server.addr, "/metrics");
+    let gets: u64 = body
+        .lines()
+        .find(|line| {
+            line.starts_with("db_client_operation_duration_seconds_count{")
+                && line.contains("db_operation_name=\"get\"")
+        })
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+        .expect("a count for get");
+    // 40 requests within a second or two: one read, two if they straddled a second.
+    assert!((1..=3).contains(&gets), "{gets} store reads for 40 health checks");
+    server.stop();
+}
+
+#[test]
 fn metrics_listen_serves_them_on_their_own_address_only() {
     let fx = Fixture::new();
     let metrics = free_address();

@@ -27,8 +27,9 @@ pub enum Command {
 /// The `api-key` commands.
 #[derive(Debug, Subcommand)]
 pub enum ApiKeyCommand {
-    /// Make a key for --user (and --namespace), print it once on stdout, and append its hash
-    /// to FILE (created with mode 0600). The key cannot be shown again.
+    /// Make a key for --user (and --namespace) of --app, print it once on stdout, and append
+    /// its hash to FILE (created with mode 0600). The key cannot be shown again. A key made
+    /// with --app is refused by servers of other applications.
     Add {
         /// The key file.
         #[arg(long, value_name = "FILE")]
@@ -41,7 +42,8 @@ pub enum ApiKeyCommand {
         label: Option<String>,
     },
 
-    /// List the keys of FILE: id, user, namespace, access, label, when made and revoked.
+    /// List the keys of FILE: id, application, user, namespace, access, label, when made and
+    /// revoked.
     List {
         /// The key file.
         #[arg(long, value_name = "FILE")]
@@ -63,6 +65,7 @@ pub enum ApiKeyCommand {
 pub enum Job {
     Add {
         file: PathBuf,
+        app: Option<String>,
         user: String,
         namespace: Option<String>,
         read_only: bool,
@@ -89,8 +92,15 @@ impl Command {
                 let user = globals.user.clone().ok_or_else(|| {
                     CliError::invalid("no user id: pass --user or set AGENT_MEMORY_USER")
                 })?;
-                // A key's user and namespace follow the rules of every scope.
-                let scope = MemoryScope::new("app", user.clone())?;
+                // A key's application, user and namespace follow the rules of every scope.
+                let scope =
+                    MemoryScope::new(globals.app.as_deref().unwrap_or("app"), user.clone())?;
+                if user.starts_with(crate::mcp::http::TOKEN_USER_PREFIX) {
+                    return Err(CliError::invalid(format!(
+                        "invalid `user`: ids starting with `{}` belong to users of OAuth tokens",
+                        crate::mcp::http::TOKEN_USER_PREFIX
+                    )));
+                }
                 if let Some(namespace) = &globals.namespace {
                     scope.with_namespace(namespace.clone())?;
                 }
@@ -101,7 +111,14 @@ impl Command {
                         )));
                     }
                 }
-                Job::Add { file, user, namespace: globals.namespace.clone(), read_only, label }
+                Job::Add {
+                    file,
+                    app: globals.app.clone(),
+                    user,
+                    namespace: globals.namespace.clone(),
+                    read_only,
+                    label,
+                }
             }
             ApiKeyCommand::List { file } => Job::List { file },
             ApiKeyCommand::Revoke { file, id } => Job::Revoke { file, id },
@@ -112,8 +129,8 @@ impl Command {
 /// Runs a checked `api-key` command; needs no store.
 pub fn run(job: Job, out: &mut Output) -> CliResult {
     match job {
-        Job::Add { file, user, namespace, read_only, label } => {
-            add(&file, user, namespace, read_only, label, out)
+        Job::Add { file, app, user, namespace, read_only, label } => {
+            add(&file, app, user, namespace, read_only, label, out)
         }
         Job::List { file } => list(&file, out),
         Job::Revoke { file, id } => revoke(&file, &id, out),
@@ -132,6 +149,7 @@ fn entries(file: &Path) -> CliResult<Vec<KeyEntry>> {
 
 fn add(
     file: &Path,
+    app: Option<String>,
     user: String,
     namespace: Option<String>,
     read_only: bool,
@@ -139,8 +157,14 @@ fn add(
     out: &mut Output,
 ) -> CliResult {
     let taken = entries(file)?;
-    let (key, entry) = KeyEntry::generate(user, namespace, read_only, label, &taken)
+    let (key, mut entry) = KeyEntry::generate(user, namespace, read_only, label, &taken)
         .map_err(|err| CliError::io("cannot make a random key", &err))?;
+    if app.is_none() {
+        progress::note(
+            "the key names no application (--app): any server reading this file accepts it",
+        );
+    }
+    entry.app = app;
     api_keys::append(file, &entry)
         .map_err(|err| CliError::io("cannot write the key file", &err))?;
     progress::note(&format!(
@@ -160,6 +184,7 @@ fn list(file: &Path, out: &mut Output) -> CliResult {
         return entries.iter().try_for_each(|entry| {
             out.json_line(&json!({
                 "id": entry.id,
+                "app": entry.app,
                 "user": entry.user,
                 "namespace": entry.namespace,
                 "read_only": entry.read_only,
@@ -177,6 +202,10 @@ fn list(file: &Path, out: &mut Output) -> CliResult {
         .map(|entry| {
             vec![
                 entry.id.clone(),
+                entry
+                    .app
+                    .as_deref()
+                    .map_or_else(|| "(any)".to_owned(), |app| escape_text(app).into_owned()),
                 escape_text(&entry.user).into_owned(),
                 entry
                     .namespace
@@ -192,7 +221,10 @@ fn list(file: &Path, out: &mut Output) -> CliResult {
             ]
         })
         .collect();
-    out.table(Some(&["ID", "USER", "NAMESPACE", "ACCESS", "CREATED", "REVOKED", "LABEL"]), &rows)
+    out.table(
+        Some(&["ID", "APP", "USER", "NAMESPACE", "ACCESS", "CREATED", "REVOKED", "LABEL"]),
+        &rows,
+    )
 }
 
 fn revoke(file: &Path, id: &str, out: &mut Output) -> CliResult {

@@ -86,6 +86,26 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse, requires = "listen")]
     request_timeout: Duration,
 
+    /// Connections open at once; more wait in the listen queue until one closes. Keep it below
+    /// the process's descriptor limit (`ulimit -n`), minus the store's connections.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "listen")]
+    max_connections: u32,
+
+    /// Close a connection (HTTP/1 or HTTP/2) that has had no authenticated request for this
+    /// long: 30s, 2m.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse, requires = "listen")]
+    idle_timeout: Duration,
+
+    /// Also speak cleartext HTTP/2 (h2c, prior knowledge) on a plain listener. Off by default:
+    /// without TLS the server speaks HTTP/1.1 only (HTTP/2 over TLS is negotiated with ALPN).
+    #[arg(long, requires = "listen")]
+    h2c: bool,
+
+    /// Failed authentications per second each peer address may cause (bursts up to the same
+    /// number); beyond that, every request from it gets 429 until the allowance refills.
+    #[arg(long, value_name = "N/s", default_value = "20/s", value_parser = parse_rate, requires = "listen")]
+    peer_failure_limit: NonZeroU32,
+
     /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
     #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
     tls_cert: Option<PathBuf>,
@@ -173,6 +193,10 @@ impl Command {
             rate_per_second: http.rate_limit,
             max_concurrent,
             request_timeout: http.request_timeout,
+            max_connections: usize::try_from(http.max_connections).unwrap_or(usize::MAX),
+            idle_timeout: http.idle_timeout,
+            h2c: http.h2c,
+            peer_failure_limit: http.peer_failure_limit,
             tls: http.tls_cert.zip(http.tls_key),
             public_url: http.public_url,
             metrics: match (http.metrics_listen, http.metrics) {

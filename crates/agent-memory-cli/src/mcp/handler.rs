@@ -306,9 +306,16 @@ impl ServerHandler for MemoryServer {
             }
             // An unknown tool is a protocol error (the client asked for something this server
             // never listed); everything else is a tool error the model can read and act on.
+            // The error's text is fixed: rmcp logs protocol errors at `warn`, and the name the
+            // client chose must not reach the log.
             Err(err) if err.kind() == ToolErrorKind::UnknownTool => {
                 note(&context, tool, outcome(err.kind()));
-                Err(McpError::invalid_params(err.message().to_owned(), None))
+                let available: Vec<&str> =
+                    self.tools_for(principal).iter().map(|t| t.name.as_ref()).collect();
+                Err(McpError::invalid_params(
+                    format!("unknown tool; available tools: {}", available.join(", ")),
+                    None,
+                ))
             }
             Err(err) => {
                 note(&context, tool, outcome(err.kind()));

@@ -92,7 +92,7 @@ mod span;
 mod tool;
 
 pub(crate) use self::backend::{Backend, Telemetry};
-pub use self::ids::{record_hashed_ids, MIN_ID_KEY_BYTES};
+pub use self::ids::{hash_id, record_hashed_ids, MIN_ID_KEY_BYTES};
 #[cfg(feature = "postgres")]
 pub(crate) use self::metrics::connections;
 #[cfg(feature = "redis")]

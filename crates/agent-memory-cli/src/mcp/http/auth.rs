@@ -30,6 +30,11 @@ use crate::api_keys::KEY_PREFIX;
 use crate::mcp::handler::CallNote;
 use crate::mcp::Principal;
 
+/// Marks the response to a request whose credential was accepted: only such requests keep a
+/// connection open (see [`super::connections`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Authenticated;
+
 /// Checks the credentials of requests.
 #[derive(Debug)]
 pub struct Authenticator {
@@ -157,7 +162,8 @@ pub async fn authenticate(
             request.headers_mut().remove(header::AUTHORIZATION);
             request.extensions_mut().insert(principal);
             request.extensions_mut().insert(note.clone());
-            let response = next.run(request).await;
+            let mut response = next.run(request).await;
+            response.extensions_mut().insert(Authenticated);
             let (tool, outcome) = note.get().unwrap_or(("-", "-"));
             tracing::info!(
                 target: "agent_memory::http",

@@ -4,27 +4,35 @@
 //! A token is accepted when its signature verifies with one of the server's public keys
 //! (RS256, ES256 or EdDSA only; `none`, HMAC and every other algorithm are refused), its `iss`
 //! is the configured issuer, its `aud` contains the configured audience, and `exp` (required)
-//! and `nbf` (when present) hold with 60 seconds of leeway for clock skew. The user is the
-//! configured claim (`sub` by default), a string that must be a valid user id; the namespace
-//! is the configured namespace claim when the token has it, else the default namespace.
+//! and `nbf` (when present) hold with 60 seconds of leeway for clock skew. The user is
+//! [`TOKEN_USER_PREFIX`] followed by the configured claim (`sub` by default, a string): token
+//! users have an id space of their own, which API keys cannot enter (their users may not start
+//! with the prefix), so a token whose `sub` is `alice` never reads what alice's API key saved.
+//! With `--jwt-user-claim email` the token must also carry `email_verified: true`. The
+//! namespace is the configured namespace claim when the token has it, else the default
+//! namespace.
 //!
 //! The keys come from a file, re-read when it changes (see [`super::reload`]): a JWKS document
 //! (`{"keys": [...]}`, as authorization servers publish at their `jwks_uri`) or PEM public
 //! keys. A JWKS key with a `kid` is used only for tokens naming that `kid`; PEM keys have no
-//! id and are tried for every token of their algorithm. Keys of other types or algorithms, and
-//! keys marked for encryption, are skipped.
+//! id and are tried for every token of their algorithm. Each key of a JWKS is read on its own:
+//! one the library cannot parse, one marked for encryption, or one of another type or algorithm
+//! is skipped (logged at `warn` with its `kid`, which is public, on each load), and the file is
+//! refused only when no usable key is left.
 
 use std::path::PathBuf;
 
 use agent_memory::MemoryScope;
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::reload::{LoadError, Parse};
 use crate::mcp::{CredentialId, Principal};
+
+/// What every token user's id starts with, before the value of the user claim.
+pub const TOKEN_USER_PREFIX: &str = "oidc:";
 
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECONDS: u64 = 60;
@@ -62,6 +70,7 @@ pub enum Refusal {
     Issuer,
     MissingClaim,
     BadUser,
+    UnverifiedEmail,
 }
 
 impl Refusal {
@@ -78,6 +87,7 @@ impl Refusal {
             Refusal::Issuer => "the token comes from another issuer (iss)",
             Refusal::MissingClaim => "the token lacks a required claim",
             Refusal::BadUser => "the token's user or namespace claim is not a valid id",
+            Refusal::UnverifiedEmail => "the token's email is not verified (email_verified)",
         }
     }
 
@@ -94,6 +104,7 @@ impl Refusal {
             Refusal::Issuer => "issuer",
             Refusal::MissingClaim => "missing_claim",
             Refusal::BadUser => "bad_user",
+            Refusal::UnverifiedEmail => "unverified_email",
         }
     }
 }
@@ -130,45 +141,61 @@ pub fn parser() -> Parse<KeyRing> {
         if keys.len() > MAX_KEYS {
             return Err(LoadError::Invalid(format!("it holds more than {MAX_KEYS} keys")));
         }
-        Ok(KeyRing { keys })
+        Ok(KeyRing { keys }.into())
     })
 }
 
+/// The usable keys of a JWKS document. Each key is read on its own: a key this library cannot
+/// parse, one not meant for signatures, or one of another type or algorithm is skipped with a
+/// `warn` line naming only its `kid` (public), so one odd key of an issuer's set cannot refuse
+/// every token. Only a document that is not a JWKS at all is refused here; a set with no usable
+/// key left is refused by [`parser`].
 fn jwks(text: &str) -> Result<Vec<VerifyKey>, LoadError> {
-    let set: JwkSet = serde_json::from_str(text)
+    #[derive(serde::Deserialize)]
+    struct RawSet {
+        keys: Vec<Value>,
+    }
+    let set: RawSet = serde_json::from_str(text)
         .map_err(|err| LoadError::Invalid(format!("it is not a JWKS document: {err}")))?;
     let mut keys = Vec::new();
-    for jwk in &set.keys {
-        if matches!(jwk.common.public_key_use, Some(ref usage) if *usage != PublicKeyUse::Signature)
-        {
-            continue;
+    for raw in set.keys {
+        let kid = raw.get("kid").and_then(Value::as_str).map(str::to_owned);
+        match usable(raw) {
+            Ok(key) => keys.push(VerifyKey { kid, algorithm: key.0, key: key.1 }),
+            Err(why) => tracing::warn!(kid = ?kid, why, "skipping a key of the JWT key set"),
         }
-        let algorithm = match &jwk.algorithm {
-            AlgorithmParameters::RSA(_) => Algorithm::RS256,
-            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
-                Algorithm::ES256
-            }
-            AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
-                Algorithm::EdDSA
-            }
-            _ => continue,
-        };
-        let declared = jwk.common.key_algorithm;
-        let fits = match declared {
-            None => true,
-            Some(KeyAlgorithm::RS256) => algorithm == Algorithm::RS256,
-            Some(KeyAlgorithm::ES256) => algorithm == Algorithm::ES256,
-            Some(KeyAlgorithm::EdDSA) => algorithm == Algorithm::EdDSA,
-            Some(_) => false,
-        };
-        if !fits {
-            continue;
-        }
-        let key = DecodingKey::from_jwk(jwk)
-            .map_err(|err| LoadError::Invalid(format!("a key cannot be used: {err}")))?;
-        keys.push(VerifyKey { kid: jwk.common.key_id.clone(), algorithm, key });
     }
     Ok(keys)
+}
+
+/// The algorithm and decoding key of one JWKS entry, or why it is skipped (a fixed phrase).
+fn usable(raw: Value) -> Result<(Algorithm, DecodingKey), &'static str> {
+    let jwk: Jwk = serde_json::from_value(raw).map_err(|_| "it cannot be parsed")?;
+    if matches!(jwk.common.public_key_use, Some(ref usage) if *usage != PublicKeyUse::Signature) {
+        return Err("it is not for signatures");
+    }
+    let algorithm = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Algorithm::RS256,
+        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+            Algorithm::ES256
+        }
+        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
+            Algorithm::EdDSA
+        }
+        _ => return Err("its type or curve is not RSA, P-256 or Ed25519"),
+    };
+    let fits = match jwk.common.key_algorithm {
+        None => true,
+        Some(KeyAlgorithm::RS256) => algorithm == Algorithm::RS256,
+        Some(KeyAlgorithm::ES256) => algorithm == Algorithm::ES256,
+        Some(KeyAlgorithm::EdDSA) => algorithm == Algorithm::EdDSA,
+        Some(_) => false,
+    };
+    if !fits {
+        return Err("its algorithm is not RS256, ES256 or EdDSA");
+    }
+    let key = DecodingKey::from_jwk(&jwk).map_err(|_| "its key material cannot be used")?;
+    Ok((algorithm, key))
 }
 
 fn pem(text: &str) -> Result<Vec<VerifyKey>, LoadError> {
@@ -277,8 +304,14 @@ impl Verifier {
             .get(&self.settings.user_claim)
             .and_then(Value::as_str)
             .ok_or(Refusal::MissingClaim)?;
-        let mut scope =
-            MemoryScope::new(self.app.clone(), user.to_owned()).map_err(|_| Refusal::BadUser)?;
+        // An email names a user only once the issuer has checked that it is theirs.
+        if self.settings.user_claim == "email"
+            && claims.get("email_verified") != Some(&Value::Bool(true))
+        {
+            return Err(Refusal::UnverifiedEmail);
+        }
+        let mut scope = MemoryScope::new(self.app.clone(), format!("{TOKEN_USER_PREFIX}{user}"))
+            .map_err(|_| Refusal::BadUser)?;
         if let Some(claim) = &self.settings.namespace_claim {
             match claims.get(claim) {
                 None | Some(Value::Null) => {}
@@ -294,16 +327,13 @@ impl Verifier {
     }
 }
 
-/// A short, stable stand-in for a token's user in logs: 12 hex digits of the SHA-256 of the
-/// issuer and the user, so an operator can follow one user's requests without the log holding
-/// the user id.
+/// A short stand-in for a token's user in logs and in the `agent` of its writes: a keyed hash
+/// of the issuer and the user ([`agent_memory::observe::hash_id`]), so an operator can follow
+/// one user's requests without the log holding the user id, and nobody without the key can
+/// test guessed emails or numbers against it. Stable across restarts and replicas only when
+/// `AGENT_MEMORY_ID_HASH_KEY` is set.
 fn subject_hash(issuer: &str, user: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(issuer.as_bytes())
-        .chain_update([0])
-        .chain_update(user.as_bytes())
-        .finalize();
-    digest.iter().take(6).map(|byte| format!("{byte:02x}")).collect()
+    agent_memory::observe::hash_id(&format!("{issuer}\0{user}"))
 }
 
 fn refusal_of(kind: &ErrorKind) -> Refusal {
@@ -316,5 +346,92 @@ fn refusal_of(kind: &ErrorKind) -> Refusal {
         ErrorKind::MissingRequiredClaim(_) => Refusal::MissingClaim,
         ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => Refusal::Algorithm,
         _ => Refusal::Malformed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An Ed25519 key pair made for these tests only.
+    const PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIME2tEdGy/U+iWlMW2yiRR+udCIumDkiUU35ijke3RC/
+-----END PRIVATE KEY-----
+";
+    const PUBLIC_X: &str = "UaIULw7BNBBWbSQ7pBEASzG2MlsPRNYY84EoC8e5PKY";
+
+    pub(super) fn settings(user_claim: &str) -> JwtSettings {
+        JwtSettings {
+            issuer: "https://issuer.test/".into(),
+            audience: "https://memory.test/mcp".into(),
+            keys: PathBuf::new(),
+            user_claim: user_claim.into(),
+            namespace_claim: None,
+        }
+    }
+
+    /// A token with `claims` (plus `iss`, `aud`, `exp`) signed by the test key, naming `kid`.
+    pub(super) fn token(kid: &str, claims: Value) -> String {
+        let mut claims = claims.as_object().cloned().unwrap_or_default();
+        claims.insert("iss".into(), "https://issuer.test/".into());
+        claims.insert("aud".into(), "https://memory.test/mcp".into());
+        claims.insert("exp".into(), (jsonwebtoken::get_current_timestamp() + 600).into());
+        let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+        header.kid = Some(kid.into());
+        let key = jsonwebtoken::EncodingKey::from_ed_pem(PRIVATE_PEM.as_bytes()).unwrap();
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    }
+
+    pub(super) fn good_jwk(kid: &str) -> Value {
+        serde_json::json!({"kty": "OKP", "crv": "Ed25519", "x": PUBLIC_X, "kid": kid, "use": "sig"})
+    }
+
+    #[test]
+    fn one_unusable_key_does_not_refuse_the_tokens_of_the_good_one() {
+        let set = serde_json::json!({"keys": [
+            // An algorithm the library has never heard of: this key cannot be parsed at all.
+            {"kty": "RSA", "alg": "RSA-OAEP-512-NEW", "kid": "odd", "n": "AQAB", "e": "AQAB"},
+            // A key type it cannot parse.
+            {"kty": "PQC", "kid": "future"},
+            // An encryption key, and a signing key of a curve the server does not take.
+            {"kty": "OKP", "crv": "Ed25519", "x": PUBLIC_X, "kid": "enc", "use": "enc"},
+            {"kty": "EC", "crv": "P-384", "kid": "p384", "x": "AA", "y": "AA"},
+            good_jwk("good"),
+        ]});
+        let ring = parser()(set.to_string().as_bytes()).expect("the good key is enough").value;
+        assert_eq!(ring.keys.len(), 1);
+        let verifier = Verifier::new(settings("sub"), "app".into());
+        let principal = verifier
+            .verify(&token("good", serde_json::json!({"sub": "alice"})), &ring)
+            .expect("signed by the good key");
+        assert_eq!(principal.scope().user_id(), "oidc:alice");
+        assert_eq!(
+            verifier.verify(&token("enc", serde_json::json!({"sub": "alice"})), &ring).err(),
+            Some(Refusal::UnknownKey),
+            "the encryption key verifies nothing"
+        );
+
+        let none_usable = serde_json::json!({"keys": [{"kty": "PQC", "kid": "future"}]});
+        assert!(matches!(parser()(none_usable.to_string().as_bytes()), Err(LoadError::Invalid(_))));
+        assert!(matches!(parser()(b"{\"keys\": 1}"), Err(LoadError::Invalid(_))));
+    }
+
+    #[test]
+    fn token_users_have_their_own_ids_and_an_email_must_be_verified() {
+        let set = serde_json::json!({"keys": [good_jwk("k")]});
+        let ring = parser()(set.to_string().as_bytes()).unwrap().value;
+        let by_sub = Verifier::new(settings("sub"), "app".into());
+        let principal = by_sub.verify(&token("k", serde_json::json!({"sub": "alice"})), &ring);
+        assert_eq!(principal.unwrap().scope().user_id(), "oidc:alice");
+
+        let by_email = Verifier::new(settings("email"), "app".into());
+        let email = |verified: Value| {
+            let claims = serde_json::json!({"email": "a@example.com", "email_verified": verified});
+            by_email.verify(&token("k", claims), &ring).map(|p| p.scope().user_id().to_owned())
+        };
+        assert_eq!(email(Value::Bool(true)).unwrap(), "oidc:a@example.com");
+        for unverified in [Value::Bool(false), Value::Null, "true".into(), 1.into()] {
+            assert_eq!(email(unverified).err(), Some(Refusal::UnverifiedEmail));
+        }
     }
 }

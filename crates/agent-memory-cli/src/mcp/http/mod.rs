@@ -12,6 +12,8 @@
 //! | [`api_keys`], [`jwt`] | the two kinds of credential |
 //! | [`reload`] | re-reading the key files when they change, failing closed |
 //! | [`limits`] | per-user rate limit, global concurrency limit, request deadline |
+//! | [`peers`] | the limit on failed authentication per peer address, checked before [`auth`] |
+//! | [`connections`] | the connection cap, idle timeouts, HTTP/1 and HTTP/2, graceful shutdown |
 //! | [`tls`] | optional rustls |
 //!
 //! Then rmcp checks `Host` and `Origin` against the allow-lists (DNS rebinding), the protocol
@@ -24,9 +26,11 @@
 
 mod api_keys;
 mod auth;
+mod connections;
 mod jwt;
 mod limits;
 mod metrics;
+mod peers;
 mod reload;
 mod router;
 mod tls;
@@ -41,7 +45,7 @@ use agent_memory::MemoryStore;
 use rmcp::transport::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
-pub use self::jwt::JwtSettings;
+pub use self::jwt::{JwtSettings, TOKEN_USER_PREFIX};
 pub use self::metrics::MetricsAt;
 use self::reload::Watched;
 use super::handler::MemoryServer;
@@ -52,8 +56,8 @@ use crate::progress::eprintln_safe;
 /// Largest request body, in bytes (1 MiB): a tool call's content is at most 64 KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// How long a client may take to send a request's headers, and its connection's first request.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections the separate `/metrics` listener keeps open at once.
+const METRICS_CONNECTIONS: usize = 16;
 
 /// The hosts and origins allowed when no `--allowed-host` or `--allowed-origin` adds more:
 /// loopback names only, as rmcp's own default.
@@ -90,6 +94,14 @@ pub struct HttpOptions {
     pub max_concurrent: usize,
     /// How long one request may take.
     pub request_timeout: Duration,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// How long a connection may stay without an authenticated request.
+    pub idle_timeout: Duration,
+    /// Whether a plain listener also speaks cleartext HTTP/2 (h2c).
+    pub h2c: bool,
+    /// Failed authentications per peer address and second, before `429`.
+    pub peer_failure_limit: NonZeroU32,
     /// The PEM certificate chain and private key, for TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
     /// The URL clients reach the server at (scheme, host, port), for the metadata.
@@ -109,22 +121,23 @@ pub fn check(options: &HttpOptions) -> CliResult {
         std::fs::read(path)
             .map_err(|err| CliError::invalid(format!("cannot read the {what}: {err}")))
     };
-    let parsed = |what: &str, result: Result<(), reload::LoadError>| match result {
-        Ok(()) => Ok(()),
-        Err(reload::LoadError::Incomplete) => {
-            Err(CliError::invalid(format!("the {what} ends in an incomplete line")))
-        }
+    let parsed = |what: &str, result: Result<bool, reload::LoadError>| match result {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(CliError::invalid(format!("the {what} ends in an incomplete line"))),
         Err(reload::LoadError::Invalid(reason)) => {
             Err(CliError::invalid(format!("the {what}: {reason}")))
         }
     };
     if let Some(path) = &options.api_keys {
         let bytes = read("API key file", path)?;
-        parsed("API key file", api_keys::parser(options.app.clone())(&bytes).map(drop))?;
+        parsed(
+            "API key file",
+            api_keys::parser(options.app.clone())(&bytes).map(|p| p.tail_pending),
+        )?;
     }
     if let Some(settings) = &options.jwt {
         let bytes = read("JWT key file", &settings.keys)?;
-        parsed("JWT key file", jwt::parser()(&bytes).map(drop))?;
+        parsed("JWT key file", jwt::parser()(&bytes).map(|p| p.tail_pending))?;
     }
     if let Some((cert, key)) = &options.tls {
         tls::server_config(cert, key).map_err(CliError::invalid)?;
@@ -214,6 +227,7 @@ async fn run(
         options.request_timeout,
         stop.clone(),
     );
+    let peers = peers::PeerLimit::start(options.peer_failure_limit, stop.clone());
     let mcp_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -232,11 +246,13 @@ async fn run(
         mcp_config,
         auth,
         limits,
+        peers,
         store,
         app: options.app.clone(),
         metadata,
     });
-    let metrics_handle = axum_server::Handle::new();
+    let grace = options.request_timeout + Duration::from_secs(1);
+    let metrics_stop = CancellationToken::new();
     if let Some(prometheus) = prometheus {
         match metrics_listener {
             None => app = app.merge(metrics::router(prometheus)),
@@ -244,12 +260,21 @@ async fn run(
                 let addr = listener
                     .local_addr()
                     .map_err(|err| CliError::io("cannot read the metrics address", &err))?;
-                let server = axum_server::from_tcp(listener)
-                    .map_err(|err| CliError::io("cannot listen for metrics", &err))?;
-                let service = metrics::router(prometheus).into_make_service();
-                let server = with_timeouts(server, metrics_handle.clone());
+                let settings = connections::Settings {
+                    max_connections: METRICS_CONNECTIONS,
+                    idle_timeout: options.idle_timeout,
+                    h2c: false,
+                    grace: Duration::from_secs(1),
+                };
+                let server = connections::serve(
+                    listener,
+                    None,
+                    metrics::router(prometheus),
+                    settings,
+                    metrics_stop.clone(),
+                );
                 tokio::spawn(async move {
-                    if let Err(err) = server.serve(service).await {
+                    if let Err(err) = server.await {
                         tracing::error!(error = %err, "the metrics listener failed");
                     }
                 });
@@ -258,44 +283,26 @@ async fn run(
         }
     }
 
-    let handle = axum_server::Handle::new();
-    let grace = options.request_timeout + Duration::from_secs(1);
-    tokio::spawn(shut_down_on_signal(handle.clone(), grace));
+    let shutdown = CancellationToken::new();
+    tokio::spawn(shut_down_on_signal(shutdown.clone()));
     tracing::info!(tools = ?options.tools, tls = tls.is_some(), "agent-memory MCP server starting");
     eprintln_safe(&format!("agent-memory MCP server listening on {scheme}://{local}/mcp"));
-    let served = match tls {
-        Some(config) => {
-            let config = axum_server::tls_rustls::RustlsConfig::from_config(config);
-            let server = axum_server::tls_rustls::from_tcp_rustls(listener, config)
-                .map_err(|err| CliError::io("cannot listen", &err))?;
-            with_timeouts(server, handle).serve(app.into_make_service()).await
-        }
-        None => {
-            let server = axum_server::from_tcp(listener)
-                .map_err(|err| CliError::io("cannot listen", &err))?;
-            with_timeouts(server, handle).serve(app.into_make_service()).await
-        }
+    let settings = connections::Settings {
+        max_connections: options.max_connections,
+        idle_timeout: options.idle_timeout,
+        h2c: options.h2c,
+        grace,
     };
-    metrics_handle.graceful_shutdown(Some(Duration::from_secs(1)));
+    let served = connections::serve(listener, tls, app, settings, shutdown).await;
+    metrics_stop.cancel();
     served.map_err(|err| CliError::io("the HTTP server failed", &err))?;
     tracing::info!("agent-memory MCP server stopped");
     Ok(())
 }
 
-/// `server` with `handle` and bounded waits for a client's request headers: a connection that
-/// sends nothing (or dribbles its headers) is closed after [`HEADER_TIMEOUT`] instead of holding
-/// a socket forever.
-fn with_timeouts<A>(
-    mut server: axum_server::Server<SocketAddr, A>,
-    handle: axum_server::Handle<SocketAddr>,
-) -> axum_server::Server<SocketAddr, A> {
-    server.http_builder().http1().header_read_timeout(Some(HEADER_TIMEOUT));
-    server.first_request_timeout(HEADER_TIMEOUT).handle(handle)
-}
-
 /// Waits for SIGTERM or SIGINT, then starts the graceful shutdown: no new connections,
-/// requests in flight get `grace` to finish.
-async fn shut_down_on_signal(handle: axum_server::Handle<SocketAddr>, grace: Duration) {
+/// requests in flight get the grace period to finish.
+async fn shut_down_on_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) =
         (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
@@ -307,5 +314,5 @@ async fn shut_down_on_signal(handle: axum_server::Handle<SocketAddr>, grace: Dur
         _ = term.recv() => tracing::info!("SIGTERM: finishing requests in flight, then stopping"),
         _ = int.recv() => tracing::info!("SIGINT: finishing requests in flight, then stopping"),
     }
-    handle.graceful_shutdown(Some(grace));
+    shutdown.cancel();
 }
