@@ -223,6 +223,8 @@ pub mod observe;
 pub mod prompt;
 pub mod provider;
 pub mod quota;
+#[cfg(feature = "review")]
+pub mod review;
 pub mod tools;
 pub mod validation;
 
