@@ -44,7 +44,7 @@ const COOKIE: &str = "agent_memory_review";
 
 /// Requests per second one session may make, with bursts of [`BURST`].
 const PER_SECOND: u32 = 10;
-const BURST: u32 = 30;
+const BURST: u32 = 100;
 
 /// How often ended sessions and spent nonces are forgotten.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
