@@ -299,7 +299,9 @@ def screenshots(browser, config):
     links = config["links"]
 
     def shot(page, name):
-        page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+        # Phone images show the first screen, as a person sees it; desktop ones the page.
+        full = not name.endswith("-phone")
+        page.screenshot(path=str(out / f"{name}.png"), full_page=full)
 
     desktop = browser.new_context(viewport=DESKTOP)
     page = desktop.new_page()
@@ -317,7 +319,7 @@ def screenshots(browser, config):
     page.get_by_role("button", name="Save").click()
     shot(page, "conflict-desktop")
 
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2)
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
     small = phone.new_page()
     small.goto(links["alice_nojs"])
     small.set_viewport_size(PHONE)
