@@ -10,6 +10,7 @@ seeded. Playwright never downloads a browser here: it launches the system's Chro
 """
 
 import base64
+import http.client
 import json
 import os
 import pathlib
@@ -106,6 +107,13 @@ def e2e(browser, config):
     lifetime = cookie["expires"] - time.time()
     check(0 < lifetime <= config["ttl_seconds"] + 3600 + 5, f"cookie lifetime {lifetime}")
     check(page.evaluate("document.cookie") == "", "the session cookie is readable by script")
+
+    # A forged Host (DNS rebinding) is refused before anything else.
+    address = base.split("://", 1)[1]
+    connection = http.client.HTTPConnection(address, timeout=10)
+    connection.request("GET", "/review/", headers={"Host": "evil.example"})
+    check(connection.getresponse().status == 403, "a foreign Host is refused")
+    connection.close()
 
     # The same link again (a second browser) is refused.
     refused(browser, links["alice_cli"], "reused link")

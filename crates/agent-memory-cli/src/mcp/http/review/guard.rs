@@ -64,3 +64,45 @@ pub fn same_origin(headers: &HeaderMap) -> bool {
 pub fn csrf_matches(sent: Option<&str>, expected: &str) -> bool {
     sent.is_some_and(|sent| bool::from(sent.as_bytes().ct_eq(expected.as_bytes())))
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+
+    use super::{csrf_matches, same_origin};
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn only_the_page_itself_may_post() {
+        let host = ("host", "memory.example.com");
+        assert!(same_origin(&headers(&[host, ("sec-fetch-site", "same-origin")])));
+        assert!(same_origin(&headers(&[host, ("origin", "https://memory.example.com")])));
+        // Not a browser at all: the cookie and the CSRF token still decide.
+        assert!(same_origin(&headers(&[host])));
+        for refused in [
+            &[host, ("sec-fetch-site", "cross-site")][..],
+            &[host, ("sec-fetch-site", "same-site")],
+            &[host, ("sec-fetch-site", "cross-site"), ("origin", "null")],
+            &[host, ("origin", "null")],
+            &[host, ("origin", "https://evil.example")],
+            &[host, ("origin", "https://memory.example.com.evil.example")],
+        ] {
+            assert!(!same_origin(&headers(refused)), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn the_csrf_token_must_match_exactly() {
+        assert!(csrf_matches(Some("abc"), "abc"));
+        assert!(!csrf_matches(Some("abd"), "abc"));
+        assert!(!csrf_matches(Some(""), "abc"));
+        assert!(!csrf_matches(None, "abc"));
+    }
+}

@@ -186,13 +186,15 @@ fn scope(review: &Review, session: &Session, namespace: &str) -> Result<MemorySc
     }
 }
 
-fn session_cookie(review: &Review, value: String, max_age: std::time::Duration) -> Cookie<'static> {
+/// The session cookie: script cannot read it, no other site's request carries it, and it is
+/// sent only to the page's own paths (and only over TLS when `secure`).
+fn session_cookie(secure: bool, value: String, max_age: std::time::Duration) -> Cookie<'static> {
     let seconds = i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX);
     Cookie::build((COOKIE, value))
         .path("/review/")
         .http_only(true)
         .same_site(SameSite::Strict)
-        .secure(review.secure)
+        .secure(secure)
         .max_age(cookie::time::Duration::seconds(seconds))
         .build()
 }
@@ -205,7 +207,7 @@ fn with_cookie(mut response: Response, cookie: &Cookie<'_>) -> Response {
 }
 
 fn cleared_cookie(review: &Review) -> Cookie<'static> {
-    session_cookie(review, String::new(), std::time::Duration::ZERO)
+    session_cookie(review.secure, String::new(), std::time::Duration::ZERO)
 }
 
 /// `GET /review`: to `/review/`.
@@ -256,7 +258,7 @@ pub async fn open(State(review): State<Arc<Review>>, RawQuery(query): RawQuery) 
         Err(SignInRefused::Unavailable) => return unavailable(),
     };
     count("sign_in");
-    let cookie = session_cookie(&review, value, lifetime);
+    let cookie = session_cookie(review.secure, value, lifetime);
     with_cookie(Redirect::to("/review/").into_response(), &cookie)
 }
 
@@ -581,4 +583,22 @@ pub async fn sign_out(
         ),
     );
     with_cookie(page, &cleared_cookie(&review))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::session_cookie;
+
+    #[test]
+    fn the_session_cookie_carries_its_flags_and_secure_over_tls() {
+        let plain = session_cookie(false, "v".into(), Duration::from_secs(60)).to_string();
+        assert_eq!(
+            plain,
+            "agent_memory_review=v; HttpOnly; SameSite=Strict; Path=/review/; Max-Age=60"
+        );
+        let tls = session_cookie(true, "v".into(), Duration::from_secs(60)).to_string();
+        assert!(tls.contains("; Secure"), "{tls}");
+    }
 }
