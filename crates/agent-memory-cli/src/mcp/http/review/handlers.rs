@@ -2,6 +2,10 @@
 //! stylesheet needs one), and every POST passes the same-origin and CSRF checks before it
 //! reads anything. The store calls use the session's user and the server's application only.
 
+// The helpers return `Err(page)` with the page to answer instead, once per request, straight
+// to the handler; boxing it would only add an allocation to every refusal.
+#![allow(clippy::result_large_err)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
