@@ -70,6 +70,7 @@ impl Server {
             .arg(&keys)
             .arg("--review-key-file")
             .arg(dir.join("review.key"))
+            .arg("--metrics")
             .env_remove("AGENT_MEMORY_LOG")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())

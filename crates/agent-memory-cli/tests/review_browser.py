@@ -290,7 +290,21 @@ def e2e(browser, config):
     rotated_page = rotated.new_page()
     check(rotated_page.goto(links["bob_rotated"]).status == 200, "a link with the new secret")
 
+    # Per-session rate limit: a burst past it gets 429 with Retry-After.
+    statuses = [rotated.request.get(base + "/review/erase") for _ in range(130)]
+    limited = [r for r in statuses if r.status == 429]
+    check(limited and limited[0].headers.get("retry-after"), "no 429 in a burst of 130")
+
+    # The page's actions are counted by kind only.
+    metrics = rotated.request.get(base + "/metrics").text()
+    check('agent_memory_review_actions_total{action="erase"} 1' in metrics, "erase counted")
+    check('agent_memory_review_links_refused_total{reason="reused"}' in metrics, "reuse counted")
+    for private in ("alice", "bob", "note-0", "coffee", hostile_key):
+        check(private not in metrics, f"/metrics names {private!r}")
+
     # Sign out.
+    while rotated.request.get(base + "/review/erase").status == 429:
+        time.sleep(0.2)
     rotated_page.get_by_role("button", name="Sign out").click()
     check("You are signed out" in rotated_page.content(), "signed out page")
     check(rotated.cookies() == [], f"cookie after sign-out: {rotated.cookies()}")

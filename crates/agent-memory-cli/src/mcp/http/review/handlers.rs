@@ -40,6 +40,12 @@ const MAX_TRAIL: usize = 50;
 /// The marker of "no cursor" (the first page) in a trail.
 const FIRST: &str = "-";
 
+/// The page's actions by kind (`agent_memory_review_actions_total` on `/metrics`).
+const ACTIONS: &str = "agent_memory.review.actions";
+
+/// Refused sign-in links by reason (`agent_memory_review_links_refused_total`).
+const LINKS_REFUSED: &str = "agent_memory.review.links_refused";
+
 /// The agent named in the source of a record the person edited.
 const EDITED_BY: &str = "review-page";
 
@@ -67,7 +73,7 @@ fn html(status: StatusCode, markup: &Markup) -> Response {
 }
 
 fn count(action: &'static str) {
-    metrics::counter!("agent_memory_review_actions_total", "action" => action).increment(1);
+    metrics::counter!(ACTIONS, "action" => action).increment(1);
     tracing::info!(action, "review page");
 }
 
@@ -234,7 +240,7 @@ pub async fn open(State(review): State<Arc<Review>>, RawQuery(query): RawQuery) 
     let Some(secret) = review.secret.current() else { return unavailable() };
     let token = query_params(query).remove("token").unwrap_or_default();
     let refused = |kind: &'static str| {
-        metrics::counter!("agent_memory_review_links_refused_total", "reason" => kind).increment(1);
+        metrics::counter!(LINKS_REFUSED, "reason" => kind).increment(1);
         tracing::info!(reason = kind, "review page: a sign-in link was refused");
         html(
             StatusCode::UNAUTHORIZED,
