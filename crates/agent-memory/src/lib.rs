@@ -54,6 +54,8 @@
 //! - [`tools`]: model tools (JSON Schema definitions and their dispatcher) over a
 //!   [`ScopedMemory`]; [`memory_tool`]: Claude's memory tool (`memory_20250818`), files under
 //!   `/memories` kept in the store.
+//! - `review` (feature `review`): the signed sign-in links of the review page, where end users
+//!   see, correct, download and erase their memories (`docs/review-page.md`).
 //!
 //! # Providers
 //!
