@@ -62,10 +62,16 @@ struct Server {
 
 impl Server {
     fn start(store: &str, app: &str, dir: &Path) -> Self {
+        Self::start_with(store, app, dir, &[])
+    }
+
+    /// With `extra` options for `mcp` (such as the TLS files).
+    fn start_with(store: &str, app: &str, dir: &Path, extra: &[&std::ffi::OsStr]) -> Self {
         let keys = dir.join("api-keys");
         private_file(&keys, "");
         let mut child = Command::new(BINARY)
             .args(["--store", store, "--app", app, "mcp", "--listen", "127.0.0.1:0"])
+            .args(extra)
             .arg("--api-keys")
             .arg(&keys)
             .arg("--review-key-file")
@@ -247,6 +253,21 @@ fn the_review_page_works_end_to_end_in_chromium_on_sqlite() {
 #[test]
 fn the_review_page_works_end_to_end_in_chromium_on_postgres() {
     scenario(&agent_memory_testkit::postgres::shared_url());
+}
+
+#[test]
+fn over_tls_the_session_cookie_is_secure() {
+    let dir = tempfile::tempdir().unwrap();
+    private_file(&dir.path().join("review.key"), &format!("{SECRET}\n"));
+    let certs = agent_memory_testkit::tls::shared_certs();
+    let (cert, key) = (certs.server_cert(), certs.server_key());
+    let store = format!("sqlite:{}", dir.path().join("tls.db").display());
+    let tls = ["--tls-cert".as_ref(), cert.as_os_str(), "--tls-key".as_ref(), key.as_os_str()];
+    let server = Server::start_with(&store, "app", dir.path(), &tls);
+    assert!(server.base.starts_with("https://"), "{}", server.base);
+    let secret = ReviewSecret::new(SECRET.as_bytes().to_vec()).unwrap();
+    let link = review_link(&secret, &server.base, "app", "alice", TTL).unwrap();
+    browser("tls", &json!({"base": server.base, "links": {"alice": link}}), dir.path(), &server);
 }
 
 #[test]

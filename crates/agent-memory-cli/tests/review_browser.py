@@ -3,7 +3,8 @@ Playwright, against a server `tests/review.rs` started and seeded.
 
     python review_browser.py MODE CONFIG.json
 
-MODE is `e2e` (every check of the issue; prints `review browser scenario passed`),
+MODE is `e2e` (every check of the issue; prints `review browser scenario passed`), `tls`
+(the cookie is Secure over HTTPS),
 `screenshots` (the images of docs/review-page.md) or `latency` (page latency, printed as
 `LATENCY {json}`). CONFIG names the base URL, the links the Rust side minted and what it
 seeded. Playwright never downloads a browser here: it launches the system's Chromium.
@@ -313,6 +314,21 @@ def e2e(browser, config):
     print("review browser scenario passed")
 
 
+def tls(browser, config):
+    """Over HTTPS (HTTP/2, as Chromium negotiates it) the session cookie is also Secure."""
+    context = browser.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    opened = page.goto(config["links"]["alice"])
+    check(opened.status == 200, f"sign-in over TLS: {opened.status} {page.content()[:300]}")
+    cookie = context.cookies()[0]
+    check(cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict",
+          f"cookie over TLS: {cookie}")
+    # A form post over HTTP/2 (no Host header, only :authority) passes the same checks.
+    page.get_by_role("button", name="Sign out").click()
+    check("You are signed out" in page.content(), "sign-out over TLS")
+    print("review browser scenario passed")
+
+
 def screenshots(browser, config):
     """One image per state, at desktop or phone width, for docs/review-page.md."""
     out = pathlib.Path(config["screenshots"])
@@ -397,7 +413,7 @@ def main():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            {"e2e": e2e, "screenshots": screenshots, "latency": latency}[mode](browser, config)
+            {"e2e": e2e, "tls": tls, "screenshots": screenshots, "latency": latency}[mode](browser, config)
         finally:
             browser.close()
 

@@ -19,9 +19,17 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self';
 /// headers on whatever the page answers.
 pub async fn protect(
     State(review): State<std::sync::Arc<Review>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
+    // HTTP/2 carries the host in the `:authority` pseudo-header, not in `Host`: name it there
+    // too, so this check and the same-origin check read one header whatever the protocol.
+    if !request.headers().contains_key(header::HOST) {
+        let authority = request.uri().authority().map(|a| HeaderValue::from_str(a.as_str()));
+        if let Some(Ok(value)) = authority {
+            request.headers_mut().insert(header::HOST, value);
+        }
+    }
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     let allowed = host.is_some_and(|host| review.host_allowed(host));
     let mut response = if allowed {
