@@ -354,7 +354,7 @@ fn screenshots_for_the_docs() {
             ("address-format", "Ship to the office address, not home.", json!({"topic": "orders"})),
             ("language", "Prefers answers in English, with metric units.", json!({})),
             ("name", "Goes by Ali.", json!({})),
-            ("note-03", "Likes coffee, black, in the morning.", json!({"topic": "drinks"})),
+            ("drinks", "Likes coffee, black, in the morning.", json!({"topic": "drinks"})),
             ("reports", "Start reports with a one-line summary.", json!({"topic": "work"})),
             ("timezone", "Works from Lisbon (Europe/Lisbon).", json!({})),
             ("travel", "Avoids flights before 9 am; prefers coffee on arrival.", json!({})),
@@ -372,6 +372,7 @@ fn screenshots_for_the_docs() {
     let server = Server::start(&store_url, app, dir.path());
     let mut config = config(&server, dir.path(), app);
     config["screenshots"] = json!(out);
+    config["edit_key"] = json!("drinks");
     browser("screenshots", &config, dir.path(), &server);
 }
 

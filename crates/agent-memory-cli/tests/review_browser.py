@@ -349,7 +349,7 @@ def screenshots(browser, config):
     page.get_by_role("button", name="Search").click()
     shot(page, "search-desktop")
     page.goto(base + "/review/")
-    article(page, "note-03").get_by_role("link", name="Edit").click()
+    article(page, config.get("edit_key", "note-03")).get_by_role("link", name="Edit").click()
     shot(page, "edit-desktop")
     other = desktop.new_page()
     other.goto(page.url)
