@@ -47,6 +47,7 @@ from ._native import (
     MemorySource,
     NamespacePage,
     UserPage,
+    review_link,
 )
 from ._protocol import MemoryStore
 from ._stores import (
@@ -89,4 +90,5 @@ __all__ = [
     "SqliteMemoryStore",
     "UserPage",
     "open_store",
+    "review_link",
 ]

@@ -242,6 +242,19 @@ class NativeScoped:
     def delete(self, key: str, expected_revision: Optional[str] = None) -> Awaitable[bool]: ...
     def memory_tool(self, input: Mapping[str, Any]) -> Awaitable[Tuple[str, bool]]: ...
 
+def review_link(
+    application_id: str,
+    user_id: str,
+    *,
+    base_url: str,
+    key_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+    secret: Optional[bytes] = None,
+    ttl_seconds: float = 900.0,
+) -> str:
+    """A sign-in link to the review page (``mcp --listen --review-key-file``) for one user,
+    working once within ``ttl_seconds`` (at most a day)."""
+    ...
+
 def conformance_case_names() -> List[str]: ...
 def run_conformance_case(
     name: str,

@@ -17,6 +17,7 @@
 //! | `provider` | the core's validation and cursor helpers, for stores written in Python |
 //! | `conformance` | the core's conformance cases, run against any store |
 //! | `clock` | `ManualClock`, so tests move time instead of sleeping |
+//! | `review` | sign-in links to the review page of the remote server |
 //! | `bench` | the Rust side of the benchmark, beside the Python side in one process |
 
 use pyo3::prelude::*;
@@ -30,6 +31,7 @@ mod errors;
 mod layers;
 mod provider;
 mod pystore;
+mod review;
 mod store;
 mod types;
 
@@ -55,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conformance::_panic_probe, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_core, m)?)?;
     provider::register(m)?;
+    m.add_function(wrap_pyfunction!(review::review_link, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -14,7 +14,8 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 GROUPS = [
-    ["test_api", "test_broken_store", "test_conformance_local", "test_memory_tool", "test_quotas"],
+    ["test_api", "test_broken_store", "test_conformance_local", "test_memory_tool", "test_quotas",
+     "test_review_link"],
     ["test_conformance_postgres"],
     ["test_conformance_redis"],
 ]

@@ -54,6 +54,8 @@
 //! - [`tools`]: model tools (JSON Schema definitions and their dispatcher) over a
 //!   [`ScopedMemory`]; [`memory_tool`]: Claude's memory tool (`memory_20250818`), files under
 //!   `/memories` kept in the store.
+//! - `review` (feature `review`): the signed sign-in links of the review page, where end users
+//!   see, correct, download and erase their memories (`docs/review-page.md`).
 //!
 //! # Providers
 //!
@@ -223,6 +225,8 @@ pub mod observe;
 pub mod prompt;
 pub mod provider;
 pub mod quota;
+#[cfg(feature = "review")]
+pub mod review;
 pub mod tools;
 pub mod validation;
 

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use super::globals::Globals;
 use crate::duration;
 use crate::exit::{CliError, CliResult};
-use crate::mcp::http::{HttpOptions, JwtSettings, MetricsAt};
+use crate::mcp::http::{provider_of, HttpOptions, JwtSettings, MetricsAt, ReviewSettings};
 use crate::mcp::ToolSet;
 
 /// The `mcp` command, as clap parses it.
@@ -128,6 +128,12 @@ pub struct HttpArgs {
     /// not be reachable where /mcp is. Implies --metrics.
     #[arg(long, value_name = "ADDR", requires = "listen")]
     metrics_listen: Option<SocketAddr>,
+
+    /// Serve the review page under /review/, where end users signed in by a link from
+    /// `review-link` see, edit, download and erase their memories. FILE holds the links'
+    /// secret (at least 32 bytes, mode 0600); re-read when it changes.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    review_key_file: Option<PathBuf>,
 }
 
 /// A checked `mcp` command: stdio for one scope, or HTTP for many users.
@@ -204,6 +210,10 @@ impl Command {
                 (None, true) => Some(MetricsAt::Beside),
                 (None, false) => None,
             },
+            review: http.review_key_file.map(|key_file| ReviewSettings {
+                key_file,
+                provider: provider_of(globals.store.as_deref()),
+            }),
         };
         // A key file or certificate that cannot be used never opens (or creates) the store.
         crate::mcp::http::check(&options)?;

@@ -15,6 +15,7 @@ mod globals;
 mod maintenance;
 mod mcp;
 mod records;
+mod review;
 mod store;
 
 use std::sync::Arc;
@@ -42,6 +43,8 @@ pub enum Command {
     Mcp(mcp::Command),
     #[command(flatten)]
     ApiKey(api_key::Command),
+    #[command(flatten)]
+    Review(review::Command),
 }
 
 /// One command with its input checked, ready to run against a started store.
@@ -53,6 +56,7 @@ enum Job {
     App(app::Job),
     Mcp(mcp::Job),
     ApiKey(api_key::Job),
+    Review(review::Job),
 }
 
 /// Runs `command` with the global options: checks its input, then lets
@@ -63,6 +67,11 @@ pub async fn run(globals: Globals, command: Command) -> CliResult {
     let mut out = Output::stdout(globals.json);
     if let Job::ApiKey(job) = job {
         let result = api_key::run(job, &mut out);
+        return result.and(out.flush());
+    }
+    // `review-link` reads only the review secret's file: no store either.
+    if let Job::Review(job) = job {
+        let result = review::run(job, &mut out);
         return result.and(out.flush());
     }
     let lifetime = if matches!(job, Job::Mcp(_)) { Lifetime::Serving } else { Lifetime::OneRun };
@@ -82,6 +91,7 @@ async fn prepare(command: Command, globals: &Globals) -> CliResult<Job> {
         Command::App(command) => Job::App(command.prepare(globals)?),
         Command::Mcp(command) => Job::Mcp(command.prepare(globals)?),
         Command::ApiKey(command) => Job::ApiKey(command.prepare(globals)?),
+        Command::Review(command) => Job::Review(command.prepare(globals)?),
     })
 }
 
@@ -94,5 +104,6 @@ async fn execute(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
         Job::Mcp(job) => mcp::run(job, store).await,
         // Run before any store is opened, in `run`.
         Job::ApiKey(job) => api_key::run(job, out),
+        Job::Review(job) => review::run(job, out),
     }
 }

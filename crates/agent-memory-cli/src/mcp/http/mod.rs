@@ -32,6 +32,7 @@ mod limits;
 mod metrics;
 mod peers;
 mod reload;
+mod review;
 mod router;
 mod tls;
 
@@ -48,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::jwt::{JwtSettings, TOKEN_USER_PREFIX};
 pub use self::metrics::MetricsAt;
 use self::reload::Watched;
+pub use self::review::{provider_of, ReviewSettings};
 use super::handler::MemoryServer;
 use super::ToolSet;
 use crate::exit::{CliError, CliResult};
@@ -108,6 +110,8 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
     /// Where to serve `/metrics`, when it is served at all.
     pub metrics: Option<MetricsAt>,
+    /// The review page under `/review/`, when it is served at all.
+    pub review: Option<ReviewSettings>,
 }
 
 /// Reads and checks every file the server will need (the API key file, the JWT keys, the TLS
@@ -141,6 +145,9 @@ pub fn check(options: &HttpOptions) -> CliResult {
     }
     if let Some((cert, key)) = &options.tls {
         tls::server_config(cert, key).map_err(CliError::invalid)?;
+    }
+    if let Some(settings) = &options.review {
+        review::check(settings)?;
     }
     Ok(())
 }
@@ -241,6 +248,26 @@ async fn run(
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
+    // The review page: its own routes, within the same Host allow-list and limits.
+    let review = match &options.review {
+        Some(settings) => {
+            let hosts = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned());
+            let hosts = hosts.chain(options.allowed_hosts.clone()).collect();
+            let secure = tls.is_some() || public_url.starts_with("https://");
+            let app = options.app.clone();
+            let state = review::Review::start(
+                settings,
+                Arc::clone(&store),
+                app,
+                hosts,
+                secure,
+                stop.clone(),
+            )
+            .await?;
+            Some(review::router(state, Arc::clone(&limits)))
+        }
+        None => None,
+    };
     let mut app = router::router(router::Routes {
         handler: MemoryServer::per_request(Arc::clone(&store), options.tools),
         mcp_config,
@@ -251,6 +278,9 @@ async fn run(
         app: options.app.clone(),
         metadata,
     });
+    if let Some(review) = review {
+        app = app.merge(review);
+    }
     let grace = options.request_timeout + Duration::from_secs(1);
     let metrics_stop = CancellationToken::new();
     if let Some(prometheus) = prometheus {
