@@ -307,6 +307,24 @@ impl H2 {
         Ok(response.status().as_u16())
     }
 
+    /// `POST /mcp` with an MCP `initialize` request and `Authorization: Bearer key`; the
+    /// status. HTTP/2 names the host in `:authority` only, never in a `Host` header.
+    async fn initialize(&mut self, host: &str, key: &str) -> Result<u16, String> {
+        const BODY: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h2","version":"1"}}}"#;
+        let request = http::Request::post(format!("http://{host}/mcp"))
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(())
+            .expect("request");
+        let mut sender = self.sender.clone().ready().await.map_err(|err| err.to_string())?;
+        let (response, mut body) =
+            sender.send_request(request, false).map_err(|err| err.to_string())?;
+        body.send_data(BODY, true).map_err(|err| err.to_string())?;
+        let response = response.await.map_err(|err| err.to_string())?;
+        Ok(response.status().as_u16())
+    }
+
     /// Waits up to `within` for the server to close the connection; true when it did.
     async fn closed_within(&mut self, within: Duration) -> bool {
         tokio::time::timeout(within, &mut self.connection).await.is_ok()
@@ -325,6 +343,19 @@ fn cleartext_http2_is_refused_unless_asked_for() {
     });
     assert!(outcome.is_err(), "h2c must be refused by default, got {outcome:?}");
     assert_eq!(server.get("/healthz"), 200, "HTTP/1.1 still works");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn mcp_over_http2_reads_the_host_from_the_authority() {
+    let fx = Fixture::new();
+    let (server, key) = h2_server(&fx, &["--h2c"]);
+    let (allowed, forged) = block_on(async {
+        let mut h2 = H2::open(&server.addr).await.expect("h2c with --h2c");
+        (h2.initialize("localhost", &key).await, h2.initialize("evil.example", &key).await)
+    });
+    assert_eq!(allowed, Ok(200), "an allowed :authority passes the Host check");
+    assert_eq!(forged, Ok(403), "a forged :authority is refused like a forged Host");
     assert!(server.stop().success());
 }
 
