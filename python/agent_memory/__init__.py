@@ -39,6 +39,8 @@ from ._native import (
     MAX_PAGE_LIMIT,
     VERSION as __version__,
     ApplicationPage,
+    KeyInfo,
+    KeyInfoPage,
     Fact,
     MemoryCleanupPage,
     MemoryPage,
@@ -62,6 +64,8 @@ from ._stores import (
 
 __all__ = [
     "ApplicationPage",
+    "KeyInfo",
+    "KeyInfoPage",
     "DEFAULT_PAGE_LIMIT",
     "Fact",
     "Facts",

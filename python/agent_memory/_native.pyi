@@ -117,6 +117,24 @@ class UserPage:
     @property
     def next_cursor(self) -> Optional[str]: ...
 
+class KeyInfo:
+    """One key from ``list_keys``, with its content's size in bytes (UTF-8)."""
+
+    def __init__(self, key: str, content_len: int) -> None: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def content_len(self) -> int: ...
+
+class KeyInfoPage:
+    """A page of ``list_keys``: ``KeyInfo`` items in ascending key order."""
+
+    def __init__(self, items: Sequence[KeyInfo], next_cursor: Optional[str] = None) -> None: ...
+    @property
+    def items(self) -> Tuple[KeyInfo, ...]: ...
+    @property
+    def next_cursor(self) -> Optional[str]: ...
+
 class ApplicationPage:
     """The ids of the store's applications that hold records, in ascending byte order."""
 
@@ -191,6 +209,9 @@ class NativeStore:
     def list(
         self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None, prefix: str = ""
     ) -> Awaitable[MemoryPage]: ...
+    def list_keys(
+        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None, prefix: str = ""
+    ) -> Awaitable[KeyInfoPage]: ...
     def search(
         self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
     ) -> Awaitable[MemoryPage]: ...

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Optional, Protocol, Union, runtime_checkable
 
 from ._native import (
     ApplicationPage,
+    KeyInfoPage,
     MemoryCleanupPage,
     MemoryPage,
     MemoryRecord,
@@ -67,6 +68,19 @@ class MemoryStore(Protocol):
         """Live records in ascending key order (UTF-8 bytes); ``limit`` is 1 to 100. A
         non-empty ``prefix`` (at most 256 bytes, the key rules) keeps only the keys that start
         with it; the page's cursor then continues only that listing."""
+
+    async def list_keys(
+        self,
+        scope: MemoryScope,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
+    ) -> KeyInfoPage:
+        """The keys ``list`` would return, each as a ``KeyInfo`` with its content's size in
+        UTF-8 bytes, read without reading the contents (a stored length, a header); cursors of
+        its own kind (``agent_memory.provider.key_cursor("keys", ...)``). Optional for a store
+        written in Python: without it, the core serves ``list_keys`` from the store's ``list``
+        (reading the contents to measure them)."""
 
     async def search(
         self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None

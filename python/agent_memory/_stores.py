@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from . import _native
 from ._native import (
     ApplicationPage,
+    KeyInfoPage,
     Fact,
     ManualClock,
     MemoryCleanupPage,
@@ -92,6 +93,17 @@ class _NativeStore:
         """Live records in ascending key order, only keys starting with ``prefix`` when one is
         given; see ``MemoryStore.list``."""
         return await self._native.list(scope, limit, after, prefix)
+
+    async def list_keys(
+        self,
+        scope: MemoryScope,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
+    ) -> KeyInfoPage:
+        """Live keys with their content's size in bytes, without reading contents; see
+        ``MemoryStore.list_keys``."""
+        return await self._native.list_keys(scope, limit, after, prefix)
 
     async def search(
         self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None

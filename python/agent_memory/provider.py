@@ -7,7 +7,7 @@ package (one validation module, in Rust), instead of a copy of them:
 | --- | --- |
 | check a ``put`` before any I/O | ``check_put(key, content, metadata=…, expires_at=…, expected_revision=…, create_only=…, source=…, now=store_clock_now)`` |
 | check a key, a query, the ids of ``delete_user`` / ``list_namespaces`` | ``check_key``, ``check_query``, ``check_user`` |
-| check ``limit``, ``after`` and ``prefix`` of ``list`` / ``search`` / ``purge_expired`` | ``key_page(kind, scope, limit, after, prefix="")`` returns the key to continue after (``kind``: ``"list"``, ``"search"``, ``"purge"``; a prefix is for ``"list"`` only); the page holds the keys above it that start with ``prefix`` |
+| check ``limit``, ``after`` and ``prefix`` of ``list`` / ``list_keys`` / ``search`` / ``purge_expired`` | ``key_page(kind, scope, limit, after, prefix="")`` returns the key to continue after (``kind``: ``"list"``, ``"keys"`` for ``list_keys``, ``"search"``, ``"purge"``; a prefix is for ``"list"`` and ``"keys"`` only); the page holds the keys above it that start with ``prefix`` |
 | the ``next_cursor`` of such a page | ``key_cursor(kind, scope, last_key, prefix="")`` (the prefix binds the cursor to that listing) |
 | the same for ``list_namespaces`` | ``namespace_page(application_id, user_id, limit, after)``, ``namespace_cursor(application_id, user_id, last_namespace)`` (``""`` is the default namespace) |
 | the same for ``list_users`` | ``user_page(application_id, limit, after)``, ``user_cursor(application_id, last_user_id)`` |

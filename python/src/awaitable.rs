@@ -22,8 +22,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 
 use agent_memory::{
-    ApplicationPage, Fact, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord, NamespacePage,
-    UserPage,
+    ApplicationPage, Fact, KeyInfoPage, MemoryCleanupPage, MemoryError, MemoryPage, MemoryRecord,
+    NamespacePage, UserPage,
 };
 use futures_util::FutureExt as _;
 use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyStopIteration};
@@ -34,7 +34,8 @@ use pyo3::IntoPyObjectExt as _;
 
 use crate::errors::{panicked, to_py};
 use crate::types::{
-    PyApplicationPage, PyCleanupPage, PyFact, PyNamespacePage, PyPage, PyRecord, PyUserPage,
+    PyApplicationPage, PyCleanupPage, PyFact, PyKeyInfoPage, PyNamespacePage, PyPage, PyRecord,
+    PyUserPage,
 };
 
 /// A successful answer of the core, before it becomes a Python value.
@@ -48,6 +49,7 @@ pub(crate) enum Reply {
     Namespaces(NamespacePage),
     Users(UserPage),
     Applications(ApplicationPage),
+    Keys(KeyInfoPage),
     Fact(Fact),
     Facts(Vec<Fact>),
     /// A memory tool command's result text, and whether it is an error for the model.
@@ -95,6 +97,7 @@ impl Outcome {
             Reply::Namespaces(page) => PyNamespacePage::from_core(py, page)?.into_py_any(py),
             Reply::Users(page) => PyUserPage::from_core(py, page)?.into_py_any(py),
             Reply::Applications(page) => PyApplicationPage::from_core(py, page)?.into_py_any(py),
+            Reply::Keys(page) => PyKeyInfoPage::from_core(py, page)?.into_py_any(py),
             Reply::Fact(fact) => PyFact::from(fact).into_py_any(py),
             Reply::Facts(facts) => {
                 let facts = facts

@@ -46,6 +46,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PyNamespacePage>()?;
     m.add_class::<types::PyUserPage>()?;
     m.add_class::<types::PyApplicationPage>()?;
+    m.add_class::<types::PyKeyInfo>()?;
+    m.add_class::<types::PyKeyInfoPage>()?;
     m.add_class::<types::PyFact>()?;
     m.add_class::<awaitable::Ready>()?;
     m.add_class::<clock::PyManualClock>()?;

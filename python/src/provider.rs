@@ -17,9 +17,13 @@ fn kind(py: Python<'_>, name: &str) -> PyResult<CursorKind> {
         "list" => Ok(CursorKind::List),
         "search" => Ok(CursorKind::Search),
         "purge" => Ok(CursorKind::Purge),
+        "keys" => Ok(CursorKind::Keys),
         _ => Err(to_py(
             py,
-            agent_memory::MemoryError::invalid("cursor", "kind must be list, search or purge"),
+            agent_memory::MemoryError::invalid(
+                "cursor",
+                "kind must be list, keys, search or purge",
+            ),
         )),
     }
 }
@@ -71,8 +75,8 @@ fn check_user(
     validation::user(&application_id, &user_id).map_err(|e| to_py(py, e))
 }
 
-/// Checks `limit`, `after` and `prefix` of a key page (`kind`: `list`, `search` or `purge`;
-/// a prefix is for `list` only) and returns the key to continue after, or `None` to start at
+/// Checks `limit`, `after` and `prefix` of a key page (`kind`: `list`, `keys` (for
+/// `list_keys`), `search` or `purge`; a prefix is for `list` and `keys` only) and returns the key to continue after, or `None` to start at
 /// the first key (of the prefix). The page then holds the keys above it that start with
 /// `prefix`.
 #[pyfunction]

@@ -4,19 +4,23 @@
 //! (`MemoryScope`, `MemorySource`, epoch-second floats, revision and cursor strings), awaits
 //! them on the asyncio loop that was running when it was made, and reads the replies back:
 //! a `MemoryRecord` or `None`, a `MemoryPage`, a `MemoryCleanupPage`, a `NamespacePage`, a
-//! `UserPage`, an `ApplicationPage`, a `bool` or an `int`. So the core's layers (the fact
-//! port, the scoped handle, the conformance cases) run over a Python store exactly as over a
-//! Rust one.
+//! `UserPage`, an `ApplicationPage`, a `KeyInfoPage`, a `bool` or an `int`. So the core's
+//! layers (the fact port, the scoped handle, the memory tool, the conformance cases) run over a
+//! Python store exactly as over a Rust one.
+//!
+//! `list_keys` is optional for a Python store: one without the method is served by its `list`,
+//! the sizes taken from the records it returns (so its contents are read after all) and the
+//! cursors translated, so that `list_keys` keeps cursors of its own either way.
 //!
 //! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
 //! shape is a `Storage` error naming the provider `python`.
 
 use std::fmt;
 
-use agent_memory::provider::CursorKind;
+use agent_memory::provider::{CursorKind, KeyPage};
 use agent_memory::{
-    ApplicationPage, Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore,
-    MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
+    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord,
+    MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -25,8 +29,8 @@ use pyo3_async_runtimes::TaskLocals;
 use crate::convert;
 use crate::errors::{bad_reply, from_py};
 use crate::types::{
-    records_from, PyApplicationPage, PyCleanupPage, PyNamespacePage, PyPage, PyRecord, PyScope,
-    PySource, PyUserPage,
+    records_from, PyApplicationPage, PyCleanupPage, PyKeyInfoPage, PyNamespacePage, PyPage,
+    PyRecord, PyScope, PySource, PyUserPage,
 };
 
 /// A Python object with the `MemoryStore` protocol's async methods.
@@ -68,6 +72,44 @@ impl PyStore {
         })
         .map_err(from_py)?;
         pending.await.map_err(from_py)
+    }
+}
+
+impl PyStore {
+    /// `list_keys` for a Python store without the method: a page of its `list`, whose cursors
+    /// are translated both ways, so callers see `list_keys` cursors only.
+    async fn list_keys_by_list(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> Result<KeyInfoPage> {
+        let checked = page.key_page(CursorKind::Keys, scope)?;
+        let as_list = KeyPage { kind: CursorKind::List, ..checked.clone() };
+        let mut request = PageRequest::new(page.limit).prefix(page.prefix.clone());
+        if let Some(after) = &checked.after {
+            request = request.after(as_list.cursor(scope, after));
+        }
+        let listed = self.list(scope, request.clone()).await?;
+        let items = listed
+            .items
+            .into_iter()
+            .map(|record| {
+                let length = u64::try_from(record.content.len()).unwrap_or(u64::MAX);
+                KeyInfo::new(record.key, length)
+            })
+            .collect();
+        let next_cursor = match listed.next_cursor {
+            Some(cursor) => {
+                let position = request
+                    .after(cursor)
+                    .key_page(CursorKind::List, scope)
+                    .map_err(|_| bad_reply("the Python store's list returned a foreign cursor"))?
+                    .after;
+                position.map(|position| checked.cursor(scope, &position))
+            }
+            None => None,
+        };
+        Ok(KeyInfoPage { items, next_cursor })
     }
 }
 
@@ -186,6 +228,30 @@ impl MemoryStore for PyStore {
             })
             .await?;
         page_reply(reply, "the Python store's list did not return a MemoryPage")
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        let own = Python::attach(|py| self.object.bind(py).hasattr("list_keys")).unwrap_or(false);
+        if !own {
+            return self.list_keys_by_list(scope, page).await;
+        }
+        let reply = self
+            .call(|store| {
+                let kwargs = PyDict::new(store.py());
+                kwargs.set_item("limit", limit_of(&page))?;
+                kwargs.set_item("after", cursor_text(&page))?;
+                if !page.prefix.is_empty() {
+                    kwargs.set_item("prefix", &page.prefix)?;
+                }
+                store.call_method("list_keys", (scope_obj(scope),), Some(&kwargs))
+            })
+            .await?;
+        let (items, next) = read(
+            reply,
+            |r| r.cast::<PyKeyInfoPage>()?.get().to_core(r.py()),
+            "the Python store's list_keys did not return a KeyInfoPage",
+        )?;
+        Ok(KeyInfoPage { items, next_cursor: reply_cursor(next)? })
     }
 
     async fn search(

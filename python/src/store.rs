@@ -299,6 +299,20 @@ impl NativeStore {
         run(py, async move { store.list(&scope, page).await.map(Reply::Page).into() })
     }
 
+    #[pyo3(signature = (scope, limit = 20, after = None, prefix = ""))]
+    fn list_keys<'py>(
+        &self,
+        py: Python<'py>,
+        scope: &Bound<'py, PyScope>,
+        limit: i64,
+        after: Option<&str>,
+        prefix: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?.prefix(prefix);
+        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
+        run(py, async move { store.list_keys(&scope, page).await.map(Reply::Keys).into() })
+    }
+
     #[pyo3(signature = (scope, query, limit = 20, after = None))]
     fn search<'py>(
         &self,

@@ -1,6 +1,6 @@
 //! The vocabulary as Python classes: `MemoryScope`, `MemorySource`, `MemoryRecord`,
-//! `MemoryPage`, `MemoryCleanupPage`, `NamespacePage`, `UserPage`, `ApplicationPage` and
-//! `Fact`.
+//! `MemoryPage`, `MemoryCleanupPage`, `NamespacePage`, `UserPage`, `ApplicationPage`,
+//! `KeyInfo`, `KeyInfoPage` and `Fact`.
 //!
 //! Each is frozen and wraps the core's own value, so a scope is validated by the core's one
 //! constructor and a record read from a provider is handed over without copying its fields.
@@ -10,8 +10,8 @@
 //! `repr()` never shows stored text, keys or ids (they end up in logs); the attributes do.
 
 use agent_memory::{
-    ApplicationPage, Fact, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, NamespacePage,
-    Source, UserPage,
+    ApplicationPage, Fact, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord,
+    MemoryScope, NamespacePage, Source, UserPage,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -556,6 +556,108 @@ impl PyApplicationPage {
 
     pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
         (self.items.bind(py).clone(), self.next_cursor.clone())
+    }
+}
+
+/// `KeyInfo(key, content_len)`: one key from `list_keys`, with its content's size in bytes.
+#[pyclass(frozen, eq, name = "KeyInfo", module = "agent_memory")]
+#[derive(PartialEq)]
+pub(crate) struct PyKeyInfo {
+    pub(crate) inner: KeyInfo,
+}
+
+#[pymethods]
+impl PyKeyInfo {
+    #[new]
+    fn new(key: String, content_len: u64) -> Self {
+        Self { inner: KeyInfo::new(key, content_len) }
+    }
+
+    /// The record's key.
+    #[getter]
+    fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    /// The length of the record's content in bytes (UTF-8).
+    #[getter]
+    fn content_len(&self) -> u64 {
+        self.inner.content_len
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "KeyInfo(key=<{} bytes>, content_len={})",
+            self.inner.key.len(),
+            self.inner.content_len
+        )
+    }
+}
+
+/// `KeyInfoPage(items, next_cursor=None)`: a page of `list_keys`, `KeyInfo` items in key order.
+#[pyclass(frozen, name = "KeyInfoPage", module = "agent_memory")]
+pub(crate) struct PyKeyInfoPage {
+    items: Py<PyTuple>,
+    next_cursor: Option<String>,
+}
+
+#[pymethods]
+impl PyKeyInfoPage {
+    #[new]
+    #[pyo3(signature = (items, next_cursor = None))]
+    fn new(
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        next_cursor: Option<String>,
+    ) -> PyResult<Self> {
+        let infos = items
+            .try_iter()?
+            .map(|item| Ok(item?.cast::<PyKeyInfo>()?.clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Self { items: PyTuple::new(py, infos)?.unbind(), next_cursor })
+    }
+
+    /// The keys with their sizes, in ascending key order.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.items.clone_ref(py)
+    }
+
+    /// Pass it as `after` for the next page; `None` only when nothing is left. A page may be
+    /// short, even empty, and still have one.
+    #[getter]
+    fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+        format!("KeyInfoPage(items=<{} keys>, next_cursor={more})", self.items.bind(py).len())
+    }
+}
+
+impl PyKeyInfoPage {
+    pub(crate) fn from_core(py: Python<'_>, page: KeyInfoPage) -> PyResult<Self> {
+        let infos = page
+            .items
+            .into_iter()
+            .map(|inner| Bound::new(py, PyKeyInfo { inner }))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Self {
+            items: PyTuple::new(py, infos)?.unbind(),
+            next_cursor: page.next_cursor.map(String::from),
+        })
+    }
+
+    /// The core's page, from a Python store's reply.
+    pub(crate) fn to_core(&self, py: Python<'_>) -> PyResult<(Vec<KeyInfo>, Option<String>)> {
+        let items = self
+            .items
+            .bind(py)
+            .iter()
+            .map(|item| Ok(item.cast::<PyKeyInfo>()?.get().inner.clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((items, self.next_cursor.clone()))
     }
 }
 

@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Tuple
 
 from agent_memory import (
     ApplicationPage,
+    KeyInfo,
+    KeyInfoPage,
     MemoryCleanupPage,
     MemoryConflictError,
     MemoryPage,
@@ -178,6 +180,24 @@ class DictStore:
                 if len(rows) > limit:
                     break
         return self._page("list", scope, limit, rows, prefix)
+
+    async def list_keys(self, scope, limit=20, after=None, prefix=""):
+        start = key_page("keys", scope, limit, after, prefix)
+        self._ensure_started()
+        now = self._now()
+        keys = self._keys(scope)
+        rows = []
+        for key in sorted(keys):
+            if start is not None and key <= start or not key.startswith(prefix):
+                continue
+            if self._live(keys[key], now):
+                rows.append(KeyInfo(key, len(keys[key].content.encode("utf-8"))))
+                if len(rows) > limit:
+                    break
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = key_cursor("keys", scope, rows[-1].key, prefix) if more and rows else None
+        return KeyInfoPage(rows, cursor)
 
     async def search(self, scope, query, limit=20, after=None):
         check_query(query)

@@ -1,5 +1,5 @@
 """The core's conformance suite against the in-process and SQLite stores, and against a store
-written in pure Python, each through its Python API."""
+written in pure Python (with and without its own ``list_keys``), each through its Python API."""
 
 import tempfile
 import unittest
@@ -42,6 +42,26 @@ class PurePythonStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin
     async def make_store(self):
         self.clock = ManualClock()
         return DictStore(self.clock)
+
+
+class ListOnlyStore:
+    """The reference store without ``list_keys``: the core serves that from ``list``."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "list_keys":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+class PurePythonStoreWithoutListKeysConformance(
+    QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase
+):
+    async def make_store(self):
+        self.clock = ManualClock()
+        return ListOnlyStore(DictStore(self.clock))
 
 
 if __name__ == "__main__":

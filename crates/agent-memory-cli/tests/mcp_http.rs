@@ -115,6 +115,12 @@ fn forged_hosts_big_bodies_and_bursts_are_refused_and_tls_works() {
 }
 
 #[test]
+fn the_rate_limit_charges_the_work_of_a_directory_rename() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("work", &sqlite_store(&dir));
+}
+
+#[test]
 fn fifty_concurrent_clients_lose_and_cross_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     scenario("load", &sqlite_store(&dir));

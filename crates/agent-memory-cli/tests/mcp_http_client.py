@@ -573,6 +573,49 @@ async def hardening(binary, store, app, home):
             check((await c.ok("memory_get", {"key": "over-tls"}))["found"], "TLS round trip")
 
 
+async def memory_call(server, token, arguments):
+    """One call of the memory tool over a raw POST: (HTTP status, result or None)."""
+    response = await rpc(server.url, token, "tools/call",
+                         {"name": "memory", "arguments": arguments})
+    result = response.json().get("result") if response.status_code == 200 else None
+    return response.status_code, result
+
+
+async def work(binary, store, app, home):
+    """The rate limit charges work: a directory rename of 150 files (about 450 store
+    operations) costs about 450 units, so the user's next call waits; ordinary calls cost one
+    unit each; another user is unaffected."""
+    keys = os.path.join(home, "keys.jsonl")
+    gina = api_key(binary, home, keys, "user-gina")
+    hugo = api_key(binary, home, keys, "user-hugo")
+    fast = ["--api-keys", keys, "--tools", "memory", "--rate-limit", "10000/s"]
+    with Server(binary, store, app, fast, home) as server:
+        for i in range(150):
+            status, result = await memory_call(server, gina, {
+                "command": "create", "path": f"/memories/big/f{i:03}.md", "file_text": "x"})
+            check(status == 200 and not result.get("isError"), f"create {i}: {status} {result}")
+    slow = ["--api-keys", keys, "--tools", "memory", "--rate-limit", "5/s"]
+    with Server(binary, store, app, slow, home) as server:
+        # Ordinary calls cost one unit each: a burst of five is admitted.
+        for i in range(5):
+            status, result = await memory_call(server, hugo, {
+                "command": "create", "path": f"/memories/h{i}.md", "file_text": "y"})
+            check(status == 200 and not result.get("isError"), f"ordinary call {i}: {status}")
+        await asyncio.sleep(1.1)
+        status, result = await memory_call(server, gina, {
+            "command": "rename", "old_path": "/memories/big", "new_path": "/memories/moved"})
+        check(status == 200 and not result.get("isError"), f"rename: {status} {result}")
+        response = await rpc(server.url, gina)
+        check(response.status_code == 429, f"after the rename: {response.status_code}")
+        wait = int(response.headers["retry-after"])
+        check(wait >= 30, f"the rename's work is charged: Retry-After {wait}")
+        check((await rpc(server.url, hugo)).status_code == 200, "another user's allowance")
+        # A view of the moved directory, once the allowance is back, costs one unit.
+        await asyncio.sleep(1.1)
+        status, result = await memory_call(server, hugo, {"command": "view", "path": "/memories"})
+        check(status == 200, f"hugo views: {status}")
+
+
 async def load(binary, store, app, home):
     """50 concurrent clients of 10 users doing mixed calls: nothing lost, nothing crossed."""
     keys = os.path.join(home, "keys.jsonl")
@@ -681,6 +724,7 @@ SCENARIOS = {
     "read-only": read_only,
     "jwt": jwt_tokens,
     "hardening": hardening,
+    "work": work,
     "load": load,
     "sigterm": sigterm_during_load,
 }

@@ -169,7 +169,9 @@
 //! with [`provider::PageBuilder`], [`provider::namespace_page`], [`provider::user_page`],
 //! [`provider::application_page`] and [`provider::key_cursor`]. A
 //! `list` reads the keys of [`provider::KeyPage`]'s range: after its cursor (else from its
-//! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan.
+//! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan; `list_keys` reads
+//! the same range but only each key and its content's length, from what the datastore keeps
+//! about the value, and replies with [`provider::key_info_page`].
 //! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
 //! around the trait; a provider of your own reports none unless it emits them itself.
 //! Then run the conformance suite (feature `conformance`) against a real instance of your
@@ -247,8 +249,8 @@ pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
 pub use memory::{InMemoryStore, InMemoryStoreBuilder};
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{
-    ApplicationPage, Cursor, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
-    DEFAULT_PAGE_LIMIT,
+    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage,
+    PageRequest, UserPage, DEFAULT_PAGE_LIMIT,
 };
 pub use quota::Quotas;
 pub use record::{MemoryRecord, Metadata, Revision, Source};

@@ -6,11 +6,12 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamespacePage,
-    PageRequest, UserPage,
+    ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, KeyPage, MemoryCleanupPage, MemoryPage,
+    NamespacePage, PageRequest, UserPage,
 };
 use crate::provider::{
-    self, key_cursor, search_contains, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
+    self, key_cursor, key_info_page, search_contains, PageBuilder, SearchScan,
+    DEFAULT_SEARCH_SCAN_BYTES,
 };
 use crate::quota::{self, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
@@ -491,6 +492,20 @@ impl crate::observe::Backend for InMemoryStore {
             .filter(|(_, s)| s.is_live(now));
         PageBuilder::for_page(scope, &page)
             .fill(live, |(key, stored)| Ok(stored.to_record(scope, key)))
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        let page = page.key_page(CursorKind::Keys, scope)?;
+        let now = self.clock.now();
+        let users = self.read()?;
+        let live = namespace(&users, scope)
+            .into_iter()
+            .flat_map(|keys| keys_in_page(keys, &page))
+            .filter(|(_, s)| s.is_live(now))
+            .map(|(key, stored)| {
+                KeyInfo::new(key.as_str(), u64::try_from(stored.content.len()).unwrap_or(u64::MAX))
+            });
+        Ok(key_info_page(scope, &page, live))
     }
 
     async fn search(

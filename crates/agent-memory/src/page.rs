@@ -30,8 +30,8 @@ pub const DEFAULT_PAGE_LIMIT: usize = 20;
 ///
 /// # Key prefix
 ///
-/// [`prefix`](Self::prefix) restricts [`list`](crate::MemoryStore::list) to the keys that
-/// start with it, byte for byte: no character is special (`%`, `_`, `*` and `\` match
+/// [`prefix`](Self::prefix) restricts [`list`](crate::MemoryStore::list) (and
+/// [`list_keys`](crate::MemoryStore::list_keys)) to the keys that start with it, byte for byte: no character is special (`%`, `_`, `*` and `\` match
 /// themselves). Every provider applies it in the datastore as a range scan over its ordered key
 /// index (from the prefix up to its successor, [`KeyPage::prefix_end`]), so a page costs the
 /// same whatever lies outside the prefix. The prefix follows the key rules (at most 256 bytes,
@@ -49,7 +49,8 @@ pub struct PageRequest {
     pub limit: usize,
     /// Continue after this position; `None` starts at the beginning.
     pub after: Option<Cursor>,
-    /// `list` only: only keys that start with this; empty (the default) for every key.
+    /// `list` and `list_keys` only: only keys that start with this; empty (the default) for
+    /// every key.
     pub prefix: String,
 }
 
@@ -80,9 +81,9 @@ impl PageRequest {
 }
 
 impl PageRequest {
-    /// Checks this request for a page of one scope's keys (`list`, `search`,
-    /// `purge_expired`): the limit, the prefix, and that the cursor came from the same
-    /// operation, scope and prefix.
+    /// Checks this request for a page of one scope's keys (`list`, `list_keys`, `search`,
+    /// `purge_expired`): the limit, the prefix (`list` and `list_keys` only), and that the
+    /// cursor came from the same operation, scope and prefix.
     ///
     /// ```
     /// use agent_memory::provider::{key_cursor, CursorKind};
@@ -112,8 +113,8 @@ impl PageRequest {
     pub fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage> {
         validation::limit(self.limit)?;
         validation::key_prefix(&self.prefix)?;
-        if kind != CursorKind::List && !self.prefix.is_empty() {
-            return Err(MemoryError::invalid("prefix", "applies to list only"));
+        if !kind.takes_prefix() && !self.prefix.is_empty() {
+            return Err(MemoryError::invalid("prefix", "applies to list and list_keys only"));
         }
         let after = match &self.after {
             Some(cursor) => Some(cursor.position(kind, scope, &self.prefix)?),
@@ -308,6 +309,37 @@ pub struct MemoryPage {
     pub next_cursor: Option<Cursor>,
 }
 
+/// One live key from [`list_keys`](crate::MemoryStore::list_keys), with the size of its
+/// record's content, read without reading the content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyInfo {
+    /// The record's key.
+    pub key: String,
+    /// The length of the record's content in bytes (UTF-8), what `content.len()` of the
+    /// record [`get`](crate::MemoryStore::get) returns would be.
+    pub content_len: u64,
+}
+
+impl KeyInfo {
+    /// The key `key` whose content is `content_len` bytes long (for providers).
+    pub fn new(key: impl Into<String>, content_len: u64) -> Self {
+        Self { key: key.into(), content_len }
+    }
+}
+
+/// A page of keys from [`list_keys`](crate::MemoryStore::list_keys), in ascending key order.
+///
+/// Pass `next_cursor` back as [`PageRequest::after`] until it is `None`, even when `items` is
+/// short or empty: a provider may stop a bounded scan early and still say that more may follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyInfoPage {
+    /// The keys of this page, each with its content's size.
+    pub items: Vec<KeyInfo>,
+    /// Where the next page starts; `None` when nothing is left.
+    pub next_cursor: Option<Cursor>,
+}
+
 /// What one bounded [`purge_expired`](crate::MemoryStore::purge_expired) sweep removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryCleanupPage {
@@ -371,6 +403,9 @@ pub enum CursorKind {
     /// [`list_applications`](crate::MemoryStore::list_applications): the position is an
     /// application id.
     Applications,
+    /// [`list_keys`](crate::MemoryStore::list_keys): the position is a key, and the cursor is
+    /// bound to the prefix as a `list` cursor is.
+    Keys,
 }
 
 impl CursorKind {
@@ -382,7 +417,13 @@ impl CursorKind {
             CursorKind::Namespaces => b'n',
             CursorKind::Users => b'u',
             CursorKind::Applications => b'a',
+            CursorKind::Keys => b'k',
         }
+    }
+
+    /// Whether pages of this operation take a key prefix: `list` and `list_keys`.
+    fn takes_prefix(self) -> bool {
+        matches!(self, CursorKind::List | CursorKind::Keys)
     }
 }
 
@@ -536,7 +577,7 @@ impl Cursor {
         if found_kind != kind.byte() {
             return Err(MemoryError::invalid("cursor", "belongs to another operation"));
         }
-        if found_tag != tag && kind == CursorKind::List {
+        if found_tag != tag && kind.takes_prefix() {
             return Err(MemoryError::invalid("cursor", "belongs to another scope or prefix"));
         }
         if found_tag != tag && kind == CursorKind::Users {
@@ -562,7 +603,7 @@ fn decode(token: &str) -> Result<(u8, u64, String)> {
         return Err(malformed());
     }
     let kind = bytes[1];
-    if ![b'l', b's', b'p', b'n', b'u', b'a'].contains(&kind) {
+    if ![b'l', b's', b'p', b'n', b'u', b'a', b'k'].contains(&kind) {
         return Err(malformed());
     }
     let mut tag = [0u8; 8];

@@ -12,6 +12,7 @@
 //! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`]: read keys from its start (`after`, exclusive, else `prefix`, inclusive) up to [`KeyPage::prefix_end`] (exclusive) in the datastore |
 //! | check a page of namespaces | [`PageRequest::namespace_page`](crate::PageRequest::namespace_page), giving a [`NamePage`] |
 //! | reply with records | [`PageBuilder::for_page`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
+//! | reply with keys and sizes (`list_keys`) | [`key_info_page`] from `(key, content length)` rows read in key order, one more than the limit when more follow; [`KeyPage::cursor`] at the last key inspected when a bounded scan stops early |
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
 //! | check a page of users | [`PageRequest::user_page`](crate::PageRequest::user_page), giving a [`NamePage`] |
 //! | reply with users | [`user_page`] from the stored user ids, one more than the limit when more follow; [`user_cursor`] after the last id inspected when a page stops early |
@@ -49,7 +50,9 @@
 //! ```
 
 use crate::error::{MemoryError, Result};
-use crate::page::{ApplicationPage, Cursor, MemoryPage, NamespacePage, UserPage};
+use crate::page::{
+    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryPage, NamespacePage, UserPage,
+};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -171,6 +174,38 @@ pub fn page_from_rows<R>(
     decode: impl FnMut(R) -> Result<MemoryRecord>,
 ) -> Result<MemoryPage> {
     PageBuilder::new(kind, scope, limit).fill(rows, decode)
+}
+
+/// A [`list_keys`](crate::MemoryStore::list_keys) page for the checked request `page` in
+/// `scope` from `rows` in ascending key order, over-fetched by one: the first `page.limit`
+/// rows are the page, and a further row means more follow (the cursor, bound to the page's
+/// prefix, is after the page's last key).
+///
+/// ```
+/// use agent_memory::provider::{key_info_page, CursorKind};
+/// use agent_memory::{KeyInfo, MemoryScope, PageRequest};
+///
+/// let scope = MemoryScope::new("app", "user-1")?;
+/// let page = PageRequest::new(2).prefix("notes/").key_page(CursorKind::Keys, &scope)?;
+/// let rows = [("notes/a", 3), ("notes/b", 10), ("notes/c", 0)];
+/// let reply = key_info_page(&scope, &page, rows.map(|(k, n)| KeyInfo::new(k, n)));
+/// assert_eq!(reply.items, [KeyInfo::new("notes/a", 3), KeyInfo::new("notes/b", 10)]);
+/// let next = PageRequest::new(2).prefix("notes/").after(reply.next_cursor.expect("more"));
+/// assert_eq!(next.key_page(CursorKind::Keys, &scope)?.after.as_deref(), Some("notes/b"));
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// ```
+pub fn key_info_page(
+    scope: &MemoryScope,
+    page: &KeyPage,
+    rows: impl IntoIterator<Item = KeyInfo>,
+) -> KeyInfoPage {
+    let mut rows = rows.into_iter();
+    let items: Vec<KeyInfo> = rows.by_ref().take(page.limit).collect();
+    let next_cursor = match items.last() {
+        Some(last) if rows.next().is_some() => Some(page.cursor(scope, &last.key)),
+        _ => None,
+    };
+    KeyInfoPage { items, next_cursor }
 }
 
 /// A page of one application user's namespaces from the stored names (the empty string for the

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::page::{MemoryPage, PageRequest};
+use crate::page::{KeyInfoPage, MemoryPage, PageRequest};
 use crate::record::{MemoryRecord, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
@@ -94,6 +94,12 @@ impl ScopedMemory {
     /// Pages live records in key order; see [`MemoryStore::list`].
     pub async fn list(&self, page: PageRequest) -> Result<MemoryPage> {
         self.store.list(&self.scope, page).await
+    }
+
+    /// Pages live keys with their content's size, without reading contents; see
+    /// [`MemoryStore::list_keys`].
+    pub async fn list_keys(&self, page: PageRequest) -> Result<KeyInfoPage> {
+        self.store.list_keys(&self.scope, page).await
     }
 
     /// Pages literal, case-sensitive content matches; see [`MemoryStore::search`].

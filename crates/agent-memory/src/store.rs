@@ -2,7 +2,8 @@
 
 use crate::error::Result;
 use crate::page::{
-    ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    UserPage,
 };
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -119,6 +120,27 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// `Invalid` for a bad limit or prefix, or a cursor from another operation, scope or
     /// prefix; `Storage`.
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage>;
+
+    /// Pages the scope's live keys in ascending key order, each with the size of its record's
+    /// content in bytes, without reading the contents.
+    ///
+    /// # Behavior
+    /// - The keys `list` would return for the same request, in the same order: at most
+    ///   `page.limit` (1 to 100), after `page.after`, only those starting with
+    ///   [`prefix`](PageRequest::prefix) when one is given; expired records are left out.
+    /// - [`content_len`](crate::KeyInfo::content_len) is the content's length in UTF-8 bytes,
+    ///   taken from what the datastore keeps about the value (a stored length, a header), so a
+    ///   page costs about the same whatever the contents weigh. It is what a listing that shows
+    ///   sizes (the memory tool's `view` of a directory) uses instead of `list`.
+    /// - Like `list`, a provider may inspect a bounded number of entries per call and return
+    ///   fewer keys than `limit`, with a cursor; `next_cursor` is `None` only when no key is
+    ///   left.
+    /// - Its cursors are its own: a `list` cursor is refused here and the other way round.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad limit or prefix, or a cursor from another operation, scope or
+    /// prefix; `Storage`.
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage>;
 
     /// Pages the scope's live records whose content contains `query`, in ascending key order.
     ///

@@ -6,13 +6,15 @@
 //! (`memory_tool_reference.rs`); the texts asserted here are the ones that test cannot reach.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_memory::sqlite::SqliteMemoryStore;
 use agent_memory::tools::{ToolError, ToolErrorKind};
 use agent_memory::{
-    memory_tool, InMemoryStore, MemoryScope, MemoryStore, PageRequest, ScopedMemory,
+    memory_tool, ApplicationPage, InMemoryStore, KeyInfoPage, MemoryCleanupPage, MemoryPage,
+    MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result,
+    Revision, ScopedMemory, UserPage,
 };
 use serde_json::{json, Value};
 
@@ -531,4 +533,185 @@ async fn a_full_memory_says_so_and_how_to_free_space() {
     assert_eq!(records(&memory).await.len(), 1, "nothing was written");
     ok(&memory, json!({"command": "delete", "path": "/memories/a.md"})).await;
     create(&memory, "/memories/b.md", "second").await;
+}
+
+/// A store that records the name of every operation it forwards to a real store, so a test
+/// can say which operations a command ran.
+#[derive(Debug)]
+struct Recording {
+    inner: Arc<dyn MemoryStore>,
+    calls: Mutex<Vec<&'static str>>,
+}
+
+impl Recording {
+    fn new(inner: Arc<dyn MemoryStore>) -> Self {
+        Self { inner, calls: Mutex::new(Vec::new()) }
+    }
+
+    fn note(&self, name: &'static str) {
+        self.calls.lock().unwrap().push(name);
+    }
+
+    /// The operations since the last call, and forgets them.
+    fn take(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for Recording {
+    async fn start(&self) -> Result<()> {
+        self.inner.start().await
+    }
+    async fn close(&self) -> Result<()> {
+        self.inner.close().await
+    }
+    async fn put(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        write: MemoryWrite,
+    ) -> Result<MemoryRecord> {
+        self.note("put");
+        self.inner.put(scope, key, write).await
+    }
+    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
+        self.note("get");
+        self.inner.get(scope, key).await
+    }
+    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
+        self.note("list");
+        self.inner.list(scope, page).await
+    }
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        self.note("list_keys");
+        self.inner.list_keys(scope, page).await
+    }
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        page: PageRequest,
+    ) -> Result<MemoryPage> {
+        self.note("search");
+        self.inner.search(scope, query, page).await
+    }
+    async fn delete(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        expected_revision: Option<&Revision>,
+    ) -> Result<bool> {
+        self.note("delete");
+        self.inner.delete(scope, key, expected_revision).await
+    }
+    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
+        self.note("delete_all");
+        self.inner.delete_all(scope).await
+    }
+    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
+        self.note("delete_user");
+        self.inner.delete_user(application_id, user_id).await
+    }
+    async fn list_namespaces(
+        &self,
+        application_id: &str,
+        user_id: &str,
+        page: PageRequest,
+    ) -> Result<NamespacePage> {
+        self.note("list_namespaces");
+        self.inner.list_namespaces(application_id, user_id, page).await
+    }
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        self.note("list_users");
+        self.inner.list_users(application_id, page).await
+    }
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        self.note("list_applications");
+        self.inner.list_applications(page).await
+    }
+    async fn purge_expired(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> Result<MemoryCleanupPage> {
+        self.note("purge_expired");
+        self.inner.purge_expired(scope, page).await
+    }
+}
+
+/// `view` of a directory of large files reads keys and sizes only (`list_keys`), never a
+/// whole record: one `get` (is the path a file?) and pages of keys, on SQLite, whose sizes
+/// come from the row headers.
+#[tokio::test]
+async fn viewing_a_directory_reads_keys_and_sizes_never_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteMemoryStore::new(dir.path().join("memories.db")));
+    let store = Arc::new(Recording::new(sqlite));
+    store.start().await.unwrap();
+    let memory = ScopedMemory::new(store.clone(), scope());
+    let large = "x".repeat(60 * 1024);
+    for i in 0..250 {
+        memory.put(&format!("big/f{i:03}.md"), large.clone()).await.unwrap();
+    }
+    memory.put("big/sub/small.md", "é").await.unwrap();
+    store.take();
+
+    let listing = view(&memory, "/memories/big").await;
+    let lines: Vec<&str> = listing.lines().collect();
+    assert_eq!(lines.len(), 1 + 1 + 250 + 2, "{}", &listing[..200]);
+    assert!(lines.contains(&"60K\t/memories/big/f000.md"), "{listing}");
+    assert!(lines.contains(&"2B\t/memories/big/sub/small.md"), "{listing}");
+    let calls = store.take();
+    assert_eq!(calls.iter().filter(|c| **c == "get").count(), 1, "{calls:?}");
+    assert!(calls.iter().all(|c| ["get", "list_keys"].contains(c)), "{calls:?}");
+    assert_eq!(calls.len(), 1 + 1 + 3, "a lookup, a directory check, three pages: {calls:?}");
+}
+
+/// A rename that runs into the user's quota says the memory is full (with how to free space
+/// and that the same rename finishes it), not that the store is unavailable: for a file, for
+/// a directory whose journal does not fit, and for one that fills up halfway.
+#[tokio::test]
+async fn a_rename_at_quota_says_the_memory_is_full() {
+    let store = Arc::new(InMemoryStore::builder().max_records_per_user(3).build().unwrap());
+    store.start().await.unwrap();
+    let memory = ScopedMemory::new(store, scope());
+    for path in ["/memories/a.md", "/memories/dir/x.md", "/memories/dir/y.md"] {
+        create(&memory, path, "text").await;
+    }
+    for (old, new) in [("/memories/a.md", "/memories/b.md"), ("/memories/dir", "/memories/moved")] {
+        let err =
+            fail(&memory, json!({"command": "rename", "old_path": old, "new_path": new})).await;
+        assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
+        assert!(err.message().starts_with("The memory is full"), "{err}");
+        assert!(err.message().contains("Nothing was moved"), "{err}");
+        assert!(err.message().contains("run the same rename again"), "{err}");
+        assert!(!err.message().contains("unavailable"), "{err}");
+    }
+    assert_eq!(records(&memory).await.len(), 3, "nothing moved, no journal left");
+
+    // Room in bytes for the journal and a copy of the small file, not of the large one: the
+    // first file moves, the second does not fit until another file is deleted.
+    let files = [("dir/x.md", 10), ("dir/y.md", 2_000), ("other.md", 3_000)];
+    let held: u64 = files
+        .iter()
+        .map(|(key, len)| {
+            let (metadata, source) = (serde_json::Map::new(), agent_memory::Source::default());
+            agent_memory::quota::record_bytes(key, &"t".repeat(*len), &metadata, &source)
+        })
+        .sum();
+    let quotas = agent_memory::Quotas::default().max_bytes_per_user(held + 1_000);
+    let store = Arc::new(InMemoryStore::builder().quotas(quotas).build().unwrap());
+    store.start().await.unwrap();
+    let memory = ScopedMemory::new(store, scope());
+    for (key, len) in files {
+        create(&memory, &format!("/memories/{key}"), &"t".repeat(len)).await;
+    }
+    let rename =
+        json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/moved"});
+    let err = fail(&memory, rename.clone()).await;
+    assert_eq!(err.kind(), ToolErrorKind::MemoryFull, "{err}");
+    assert!(err.message().contains("1 file was moved"), "{err}");
+    ok(&memory, json!({"command": "delete", "path": "/memories/other.md"})).await;
+    assert_eq!(ok(&memory, rename).await, "Successfully renamed /memories/dir to /memories/moved");
 }

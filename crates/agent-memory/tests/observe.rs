@@ -144,6 +144,7 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
             let saved = store.put(&scope, &key, write).await.unwrap();
             store.get(&scope, &key).await.unwrap().expect("just saved");
             store.list(&scope, PageRequest::new(10)).await.unwrap();
+            store.list_keys(&scope, PageRequest::new(10)).await.unwrap();
             store.search(&scope, MARKER, PageRequest::new(10)).await.unwrap();
             let (app, user) = (scope.application_id(), scope.user_id());
             store.list_namespaces(app, user, PageRequest::new(10)).await.unwrap();
@@ -168,7 +169,7 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
     assert_eq!(puts[0].fields["db.response.returned_rows"], "1");
     let get = only(&spans, "get", system);
     assert_eq!(get["db.response.returned_rows"], "1");
-    for name in ["list", "search"] {
+    for name in ["list", "list_keys", "search"] {
         let page = only(&spans, name, system);
         assert_eq!(page["db.response.returned_rows"], "1", "{name}");
         assert_eq!(page["agent_memory.page.has_more"], "false", "{name}");

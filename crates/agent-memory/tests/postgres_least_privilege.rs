@@ -111,3 +111,251 @@ async fn the_role_cannot_create_what_it_was_not_given() {
         assert_eq!(refused.code(), Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE));
     }
 }
+
+/// A login role with no grants at all: any other user of the database server.
+const STRANGER: &str = "agent_memory_stranger";
+
+/// Creates [`STRANGER`] once per test process.
+async fn stranger() -> tokio_postgres::Client {
+    static DONE: OnceCell<()> = OnceCell::const_new();
+    DONE.get_or_init(|| async {
+        admin().await.batch_execute(&format!("CREATE ROLE {STRANGER} LOGIN")).await.unwrap();
+    })
+    .await;
+    let url = shared_url().replacen("postgres://postgres@", &format!("postgres://{STRANGER}@"), 1);
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// A store the administrator sets up in the `public` schema, whose `USAGE` every role has, so
+/// what stops the stranger below is the function's own privileges, not the schema's.
+async fn public_store(table: &str, setup: bool) -> PostgresMemoryStore {
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .unwrap()
+        .table(table)
+        .setup_schema(setup)
+        .max_connections(2)
+        .build()
+        .unwrap();
+    store.start().await.expect("start");
+    store
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+/// The victim's usage row: (records, bytes), if any.
+async fn usage_of(table: &str, app: &str) -> Option<(i64, i64)> {
+    admin()
+        .await
+        .query_opt(
+            &format!("SELECT records, bytes FROM public.\"{table}_usage\" WHERE app = $1"),
+            &[&app],
+        )
+        .await
+        .expect("usage")
+        .map(|row| (row.get(0), row.get(1)))
+}
+
+fn refused(result: Result<(), tokio_postgres::Error>) -> String {
+    let err = result.expect_err("refused");
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+        "{:?}",
+        err.as_db_error()
+    );
+    err.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default()
+}
+
+/// The attack a security review ran: a login with no grants created a trigger on its own
+/// temporary table naming the usage function and fed it made-up rows, raising other users'
+/// usage past their quotas or deleting their usage rows. The function is not executable by
+/// `PUBLIC`, so the trigger cannot be created, the function cannot be called, and the usage
+/// table cannot be written directly.
+#[tokio::test]
+async fn a_role_without_grants_cannot_reach_the_usage_trigger_or_the_usage_table() {
+    let table = unique("guarded");
+    let store = public_store(&table, true).await;
+    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let held = usage_of(&table, &app).await.expect("a usage row");
+
+    let client = stranger().await;
+    let function = format!("public.\"{table}_usage_count\"");
+    client
+        .batch_execute("CREATE TEMP TABLE fake (app text, user_id text, bytes bigint)")
+        .await
+        .expect("temporary tables are every login's");
+    let message = refused(
+        client
+            .batch_execute(&format!(
+                "CREATE TRIGGER fake_usage AFTER INSERT OR DELETE ON fake \
+                 FOR EACH ROW EXECUTE FUNCTION {function}()"
+            ))
+            .await,
+    );
+    assert!(message.contains("function"), "{message}");
+    refused(client.batch_execute(&format!("SELECT {function}()")).await);
+    for statement in [
+        format!("DELETE FROM public.\"{table}_usage\""),
+        format!("UPDATE public.\"{table}_usage\" SET records = 0, bytes = 0"),
+        format!("INSERT INTO public.\"{table}_usage\" VALUES ('{app}', 'alice', 999, 999)"),
+    ] {
+        refused(client.batch_execute(&statement).await);
+    }
+    assert_eq!(usage_of(&table, &app).await, Some(held), "the usage is untouched");
+    store.put(&victim, "k2", MemoryWrite::new("still room")).await.expect("the victim writes");
+    store.close().await.unwrap();
+}
+
+/// Even a role that may execute the function (here the administrator, a superuser) cannot
+/// make it count rows of another table: it refuses any `TG_RELID` but the store's own.
+#[tokio::test]
+async fn the_usage_function_refuses_rows_of_any_other_table() {
+    let table = unique("own_table");
+    let store = public_store(&table, true).await;
+    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let held = usage_of(&table, &app).await.expect("a usage row");
+
+    let client = admin().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TEMP TABLE fake (app text, user_id text, bytes bigint);
+             CREATE TRIGGER fake_usage AFTER INSERT OR DELETE ON fake
+             FOR EACH ROW EXECUTE FUNCTION public.\"{table}_usage_count\"()"
+        ))
+        .await
+        .expect("a superuser may attach it");
+    let raise = client
+        .batch_execute(&format!("INSERT INTO fake VALUES ('{app}', 'alice', 1000000000)"))
+        .await;
+    let message = refused(raise);
+    assert!(message.contains("usage of"), "{message}");
+    assert_eq!(usage_of(&table, &app).await, Some(held), "the usage is untouched");
+    store.close().await.unwrap();
+}
+
+/// A count that would go negative means the usage row was changed behind the trigger's back:
+/// the write fails (an honest `Storage` error) instead of leaving a row that lifts the quota.
+#[tokio::test]
+async fn a_usage_count_never_goes_negative() {
+    let table = unique("nonneg");
+    let store = public_store(&table, true).await;
+    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let tampered = admin()
+        .await
+        .batch_execute(&format!("UPDATE public.\"{table}_usage\" SET bytes = -1"))
+        .await
+        .expect_err("the CHECK refuses a negative count");
+    assert_eq!(tampered.code(), Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION));
+    admin()
+        .await
+        .batch_execute(&format!("UPDATE public.\"{table}_usage\" SET bytes = 1"))
+        .await
+        .unwrap();
+    let err = store.delete(&victim, "k", None).await.expect_err("the count would go negative");
+    assert!(err.is_storage(), "{err}");
+    assert!(store.get(&victim, "k").await.unwrap().is_some(), "the delete was rolled back");
+    assert_eq!(usage_of(&table, &app).await, Some((1, 1)));
+    store.close().await.unwrap();
+}
+
+/// An install written by an earlier release (the function executable by `PUBLIC`, no
+/// `TG_RELID` check, no CHECK on the counts, and counts a stranger may have changed) keeps
+/// working under a least-privilege role, which cannot repair it and starts anyway, and is
+/// secured by the first start with schema setup as the owner: the function replaced and
+/// revoked, the counts recounted from the table, the CHECK added. Replicas starting together
+/// repair it once; later starts run no DDL.
+#[tokio::test]
+async fn an_earlier_install_is_secured_by_the_first_start_with_setup() {
+    provisioned().await;
+    let table = unique("earlier");
+    let store = public_store(&table, true).await;
+    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k1", MemoryWrite::new("one")).await.unwrap();
+    store.put(&victim, "k2", MemoryWrite::new("two")).await.unwrap();
+    let held = usage_of(&table, &app).await.expect("a usage row");
+    store.close().await.unwrap();
+
+    let function = format!("public.\"{table}_usage_count\"()");
+    let usage = format!("public.\"{table}_usage\"");
+    admin()
+        .await
+        .batch_execute(&format!(
+            "GRANT EXECUTE ON FUNCTION {function} TO PUBLIC;
+             ALTER TABLE {usage} DROP CONSTRAINT \"{table}_usage_nonneg\";
+             DELETE FROM {usage};
+             GRANT SELECT, INSERT, UPDATE, DELETE ON public.\"{table}\" TO {ROLE};
+             GRANT USAGE ON SEQUENCE public.\"{table}_revision_seq\" TO {ROLE};"
+        ))
+        .await
+        .expect("an install as an earlier release left it, with the usage row deleted");
+    let state = || async {
+        let row = admin()
+            .await
+            .query_one(
+                &format!(
+                    "SELECT has_function_privilege('public', '{function}', 'EXECUTE'), \
+                            EXISTS (SELECT 1 FROM pg_constraint \
+                                    WHERE conrelid = '{usage}'::regclass AND contype = 'c')"
+                ),
+                &[],
+            )
+            .await
+            .expect("catalog");
+        (row.get::<_, bool>(0), row.get::<_, bool>(1))
+    };
+
+    // The application's role owns nothing: it starts, with or without setup, and changes nothing.
+    for setup in [false, true] {
+        let url = format!("{}?table={table}&setup_schema={setup}&max_connections=1", role_url());
+        let store = PostgresMemoryStore::from_url(&url).unwrap();
+        store.start().await.expect("a least-privilege role starts on an earlier install");
+        store.close().await.unwrap();
+    }
+    assert_eq!(state().await, (true, false), "nothing changed");
+
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let table = table.clone();
+            tokio::spawn(async move { public_store(&table, true).await.close().await })
+        })
+        .collect();
+    for start in starts {
+        start.await.unwrap().unwrap();
+    }
+    assert_eq!(state().await, (false, true), "revoked from PUBLIC, counts checked");
+    assert_eq!(usage_of(&table, &app).await, Some(held), "the usage is recounted");
+    let client = stranger().await;
+    client
+        .batch_execute("CREATE TEMP TABLE fake (app text, user_id text, bytes bigint)")
+        .await
+        .unwrap();
+    refused(
+        client
+            .batch_execute(&format!(
+                "CREATE TRIGGER fake_usage AFTER INSERT ON fake \
+                 FOR EACH ROW EXECUTE FUNCTION {function}"
+            ))
+            .await,
+    );
+    admin()
+        .await
+        .batch_execute(&format!(
+            "REVOKE ALL ON public.\"{table}\" FROM {ROLE};
+             REVOKE ALL ON SEQUENCE public.\"{table}_revision_seq\" FROM {ROLE};"
+        ))
+        .await
+        .unwrap();
+}

@@ -28,6 +28,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::work::{Metered, Work};
 use super::{CredentialId, Principal, ToolSet};
 
 /// Longest client name recorded as a write's agent, in bytes.
@@ -120,17 +121,22 @@ impl MemoryServer {
         }
     }
 
-    /// Runs one tool call for `principal`, recording `agent` as the writer.
+    /// Runs one tool call for `principal`, recording `agent` as the writer, and counting its
+    /// store operations in `work` when the request carries one (HTTP, for the rate limit).
     async fn dispatch(
         &self,
         principal: &Principal,
         name: &str,
         arguments: &Value,
         agent: Option<String>,
+        work: Option<Work>,
     ) -> Result<Reply, ToolError> {
         let source =
             Source { session_id: Some(self.session_id.to_string()), invocation_id: None, agent };
-        let store = Arc::clone(&self.store);
+        let store = match work {
+            Some(work) => Arc::new(Metered::new(Arc::clone(&self.store), work)),
+            None => Arc::clone(&self.store),
+        };
         match self.set {
             ToolSet::Keys => {
                 let memory =
@@ -288,7 +294,12 @@ impl ServerHandler for MemoryServer {
             credential => Some(credential.to_string()),
         };
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        match self.dispatch(principal, &request.name, &arguments, agent).await {
+        let work = context
+            .extensions
+            .get::<Parts>()
+            .and_then(|parts| parts.extensions.get::<Work>())
+            .cloned();
+        match self.dispatch(principal, &request.name, &arguments, agent, work).await {
             Ok(reply) => {
                 note(&context, tool, "ok");
                 Ok(match reply {

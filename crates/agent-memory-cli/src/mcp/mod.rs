@@ -15,6 +15,7 @@ mod handler;
 pub mod http;
 mod principal;
 mod stdio;
+pub mod work;
 
 pub use self::principal::{CredentialId, Principal};
 pub use self::stdio::serve as serve_stdio;

@@ -365,6 +365,7 @@ mod expiry;
 mod facts;
 mod hostile;
 mod isolation;
+mod keys;
 mod limits;
 mod namespaces;
 mod paging;
@@ -386,6 +387,7 @@ pub mod cases {
     pub use super::facts::*;
     pub use super::hostile::*;
     pub use super::isolation::*;
+    pub use super::keys::*;
     pub use super::limits::*;
     pub use super::namespaces::*;
     pub use super::paging::*;
@@ -496,6 +498,10 @@ macro_rules! __conformance_case_list {
             list_prefix_cursors_are_bound_to_their_prefix,
             list_prefix_is_validated_and_list_only,
             list_prefix_stays_inside_its_scope_and_skips_expired,
+            // keys and sizes
+            list_keys_returns_the_keys_of_list_with_content_sizes,
+            list_keys_skips_expired_records,
+            list_keys_validates_input_and_keeps_its_own_cursors,
             // search
             search_treats_pattern_characters_literally,
             search_is_case_sensitive_substring,

@@ -225,6 +225,28 @@ pub(super) fn memory_full(quota: &str, limit: u64) -> ToolError {
     )
 }
 
+/// Ours: a rename ran into the store's quota. A rename copies each file before deleting the
+/// original (and a directory's rename first writes a small journal record), so it needs room
+/// for one more file; `moved` files had moved before the write was refused.
+pub(super) fn rename_full(quota: &str, limit: u64, old_path: &str, moved: usize) -> ToolError {
+    let done = match moved {
+        0 => "Nothing was moved.".to_owned(),
+        1 => format!("1 file was moved; the rest are still below {old_path}."),
+        n => format!("{n} files were moved; the rest are still below {old_path}."),
+    };
+    ToolError::new(
+        ToolErrorKind::MemoryFull,
+        None,
+        format!(
+            "The memory is full: {}. A rename copies each file before deleting the original, \
+             so it needs room for one more file. {done} Free space by deleting files under \
+             /memories that are no longer needed (the delete command), then run the same \
+             rename again.",
+            crate::tools::full_because(quota, limit, "files")
+        ),
+    )
+}
+
 // The command.
 
 pub(super) fn not_an_object() -> ToolError {

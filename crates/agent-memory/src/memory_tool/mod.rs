@@ -4,6 +4,7 @@
 //! [`ToolErrorKind::Incomplete`]: crate::tools::ToolErrorKind::Incomplete
 //! [`ToolErrorKind::Conflict`]: crate::tools::ToolErrorKind::Conflict
 //! [`ToolErrorKind::Unavailable`]: crate::tools::ToolErrorKind::Unavailable
+//! [`ToolErrorKind::MemoryFull`]: crate::tools::ToolErrorKind::MemoryFull
 //! [`ScopedMemory`]: crate::ScopedMemory
 
 mod command;

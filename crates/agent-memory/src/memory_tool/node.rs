@@ -19,7 +19,7 @@ pub(super) enum Node {
     Missing,
 }
 
-/// Looks `path` up: one read, and one single-record listing when it is not a file.
+/// Looks `path` up: one read, and one single-key listing when it is not a file.
 pub(super) async fn lookup(memory: &ScopedMemory, path: &MemoryPath<'_>) -> Result<Node> {
     if path.is_root() {
         return Ok(Node::Directory);
@@ -35,7 +35,8 @@ pub(super) async fn is_directory(memory: &ScopedMemory, key: &str) -> Result<boo
     let Some(prefix) = dir_prefix(key) else {
         return Ok(false);
     };
-    let page = memory.list(PageRequest::new(1).prefix(prefix)).await?;
+    // One key, no content.
+    let page = memory.list_keys(PageRequest::new(1).prefix(prefix)).await?;
     Ok(!page.items.is_empty())
 }
 

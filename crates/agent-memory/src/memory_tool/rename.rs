@@ -62,7 +62,8 @@ pub(super) async fn rename(
             if let Some(file) = file_above(memory, new).await.map_err(&store)? {
                 return Err(error::file_in_the_way(new.raw, &file));
             }
-            if move_file(memory, *record, &new.key, old.raw, new.raw).await? {
+            let full = |quota, limit| error::rename_full(quota, limit, old.raw, 0);
+            if move_file(memory, *record, &new.key, old.raw, new.raw, &full).await? {
                 Ok(renamed(old.raw, new.raw))
             } else {
                 Err(error::vanished(old.raw))
@@ -129,6 +130,9 @@ async fn begin(
             // Gone again (another call just finished) or not ours.
             Some(Journal::Foreign) | None => Err(error::rename_blocked(old.raw, &key)),
         },
+        Err(MemoryError::QuotaExceeded { quota, limit }) => {
+            Err(error::rename_full(quota, limit, old.raw, 0))
+        }
         Err(err) => Err(error::unavailable(&err, "rename", true)),
     }
 }
@@ -148,7 +152,8 @@ async fn check_lengths(
     let mut page = PageRequest::new(MAX_PAGE_LIMIT).prefix(prefix);
     let mut read = 0;
     loop {
-        let result = memory.list(page.clone()).await.map_err(error::store("rename", false))?;
+        // Keys only: the contents are not needed to check lengths.
+        let result = memory.list_keys(page.clone()).await.map_err(error::store("rename", false))?;
         read += result.items.len();
         if let Some(long) = result.items.iter().find(|r| r.key.len() + growth > MAX_KEY_BYTES) {
             return Err(error::renamed_path_too_long(old.raw, new.raw, &long.key));
@@ -184,7 +189,8 @@ async fn move_directory(
             let target = format!("{to}{}", &record.key[from.len()..]);
             let (old_path, new_path) = (display(&record.key), display(&target));
             // A file deleted meanwhile has nothing to move.
-            move_file(memory, record, &target, &old_path, &new_path).await?;
+            let full = |quota, limit| error::rename_full(quota, limit, old.raw, moved);
+            move_file(memory, record, &target, &old_path, &new_path, &full).await?;
             moved += 1;
         }
         // Moved files are gone from the source; the cursor is a position, so it still
@@ -200,13 +206,14 @@ async fn move_directory(
 
 /// Moves one file (`record`, read just now) to `target`; false when the source was deleted
 /// meanwhile, so there was nothing to move. `old_path` and `new_path` name the two in
-/// messages.
+/// messages; `full` words the refusal when the copy does not fit the user's quota.
 async fn move_file(
     memory: &ScopedMemory,
     mut record: MemoryRecord,
     target: &str,
     old_path: &str,
     new_path: &str,
+    full: &(dyn Fn(&'static str, u64) -> ToolError + Sync),
 ) -> Result<bool, ToolError> {
     let store = error::store("rename", true);
     for _ in 0..MAX_EDIT_ATTEMPTS {
@@ -225,6 +232,7 @@ async fn move_file(
                     _ => return Err(error::destination_exists(new_path)),
                 }
             }
+            Err(MemoryError::QuotaExceeded { quota, limit }) => return Err(full(quota, limit)),
             // The source expired since it was read.
             Err(MemoryError::Invalid { field: "expires_at", .. }) => return Ok(false),
             Err(err) if err.is_invalid() => return Err(error::unwritable(new_path, &err)),

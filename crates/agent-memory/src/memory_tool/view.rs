@@ -68,10 +68,12 @@ async fn directory_view(memory: &ScopedMemory, path: &MemoryPath<'_>) -> Result<
     let mut read = 0;
     let mut stopped = false;
     loop {
-        let result = memory.list(page.clone()).await.map_err(error::store("view", false))?;
+        // Keys and sizes only: a listing of large files reads none of their contents.
+        let result = memory.list_keys(page.clone()).await.map_err(error::store("view", false))?;
         read += result.items.len();
-        for record in &result.items {
-            tree.add(&record.key[prefix.len()..], record.content.len());
+        for item in &result.items {
+            let bytes = usize::try_from(item.content_len).unwrap_or(usize::MAX);
+            tree.add(&item.key[prefix.len()..], bytes);
         }
         match result.next_cursor {
             Some(_) if read >= MAX_LISTED_FILES => {

@@ -9,7 +9,8 @@ use std::pin::Pin;
 use super::span::{self, Operation};
 use crate::error::Result;
 use crate::page::{
-    ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest, UserPage,
+    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
+    UserPage,
 };
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -53,6 +54,11 @@ pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> impl Future<Output = Result<MemoryPage>> + Send;
+    fn list_keys(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> impl Future<Output = Result<KeyInfoPage>> + Send;
     fn search(
         &self,
         scope: &MemoryScope,
@@ -149,6 +155,11 @@ impl<T: Backend> MemoryStore for T {
     observed! {
         fn list<'c>(&'s self, scope: &'c MemoryScope, page: PageRequest) -> MemoryPage;
         Operation::List, Some(scope.into())
+    }
+
+    observed! {
+        fn list_keys<'c>(&'s self, scope: &'c MemoryScope, page: PageRequest) -> KeyInfoPage;
+        Operation::ListKeys, Some(scope.into())
     }
 
     observed! {

@@ -9,8 +9,8 @@
 //!
 //! Every [`MemoryStore`](crate::MemoryStore) operation of the built-in providers is one span
 //! at `INFO` level with target `agent_memory::store`, named for the operation (`put`, `get`,
-//! `list`, `search`, `delete`, `delete_all`, `delete_user`, `list_namespaces`, `list_users`,
-//! `list_applications`, `purge_expired`, `start`, `close`), with OpenTelemetry's
+//! `list`, `list_keys`, `search`, `delete`, `delete_all`, `delete_user`, `list_namespaces`,
+//! `list_users`, `list_applications`, `purge_expired`, `start`, `close`), with OpenTelemetry's
 //! database-client attributes:
 //!
 //! | field | value |
@@ -18,7 +18,7 @@
 //! | `db.system.name` | `memory`, `sqlite`, `postgresql` or `redis` |
 //! | `db.operation.name` | the operation, as the span's name |
 //! | `db.namespace` | the PostgreSQL database, the Redis database number; absent for `memory` and `sqlite` |
-//! | `db.response.returned_rows` | records (or namespaces, user ids or application ids) returned: `get`, `put`, `list`, `search`, `list_namespaces`, `list_users`, `list_applications` |
+//! | `db.response.returned_rows` | records (or keys, namespaces, user ids or application ids) returned: `get`, `put`, `list`, `list_keys`, `search`, `list_namespaces`, `list_users`, `list_applications` |
 //! | `agent_memory.records.deleted` | records removed: `delete` (0 or 1), `delete_all`, `delete_user`, `purge_expired` |
 //! | `agent_memory.page.has_more` | whether a page came with a next cursor |
 //! | `error.type` | on failure, [`MemoryError::kind_name`](crate::MemoryError::kind_name): `invalid`, `conflict`, `quota_exceeded`, `storage` |

@@ -8,7 +8,9 @@ use tracing::{Instrument, Span};
 use super::backend::Telemetry;
 use super::{ids, metrics};
 use crate::error::{MemoryError, Result};
-use crate::page::{ApplicationPage, MemoryCleanupPage, MemoryPage, NamespacePage, UserPage};
+use crate::page::{
+    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage, UserPage,
+};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
@@ -20,6 +22,7 @@ pub(crate) enum Operation {
     Put,
     Get,
     List,
+    ListKeys,
     Search,
     Delete,
     DeleteAll,
@@ -39,6 +42,7 @@ impl Operation {
             Self::Put => "put",
             Self::Get => "get",
             Self::List => "list",
+            Self::ListKeys => "list_keys",
             Self::Search => "search",
             Self::Delete => "delete",
             Self::DeleteAll => "delete_all",
@@ -107,6 +111,7 @@ fn span_for(operation: Operation, system: &'static str) -> Span {
         Operation::Put => store_span!("put", system),
         Operation::Get => store_span!("get", system),
         Operation::List => store_span!("list", system),
+        Operation::ListKeys => store_span!("list_keys", system),
         Operation::Search => store_span!("search", system),
         Operation::Delete => store_span!("delete", system),
         Operation::DeleteAll => store_span!("delete_all", system),
@@ -226,6 +231,16 @@ impl Summary for Option<MemoryRecord> {
 }
 
 impl Summary for MemoryPage {
+    fn counts(&self) -> Counts {
+        Counts {
+            returned: count(self.items.len()),
+            more: Some(self.next_cursor.is_some()),
+            ..Counts::default()
+        }
+    }
+}
+
+impl Summary for KeyInfoPage {
     fn counts(&self) -> Counts {
         Counts {
             returned: count(self.items.len()),

@@ -34,10 +34,12 @@ pub use self::tls::SslMode;
 use self::tls::Tls;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, Cursor, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    UserPage,
+    ApplicationPage, Cursor, CursorKind, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage,
+    NamespacePage, PageRequest, UserPage,
 };
-use crate::provider::{self, key_cursor, search_contains, search_prefilter, PageBuilder};
+use crate::provider::{
+    self, key_cursor, key_info_page, search_contains, search_prefilter, PageBuilder,
+};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -241,6 +243,33 @@ impl crate::observe::Backend for PostgresMemoryStore {
             }
         };
         PageBuilder::for_page(scope, &page).fill(&rows, |row| record(scope, row))
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        let page = page.key_page(CursorKind::Keys, scope)?;
+        let client = self.client().await?;
+        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+        let start = page.after.as_deref().unwrap_or(&page.prefix);
+        let fetch = limit_param(page.limit + 1);
+        let rows = match (page.after.is_some(), page.prefix_end()) {
+            (after, Some(end)) => {
+                let sql =
+                    if after { &self.sql.keys_after_below } else { &self.sql.keys_from_below };
+                client.query(sql, &[&app, &user, &ns, &start, &fetch, &end]).await?
+            }
+            (after, None) => {
+                let sql = if after { &self.sql.keys_after } else { &self.sql.keys_from };
+                client.query(sql, &[&app, &user, &ns, &start, &fetch]).await?
+            }
+        };
+        let what = "listing keys failed";
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let key: String = row.try_get(0).map_err(storage(what))?;
+            let length: i64 = row.try_get(1).map_err(storage(what))?;
+            items.push(KeyInfo::new(key, u64::try_from(length).unwrap_or_default()));
+        }
+        Ok(key_info_page(scope, &page, items))
     }
 
     async fn search(

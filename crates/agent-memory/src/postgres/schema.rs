@@ -79,6 +79,11 @@ impl Names {
         format!("\"{}\".\"{}_usage_count\"", self.schema, self.table)
     }
 
+    /// The name of the usage table's CHECK that keeps counts from going negative.
+    fn usage_check(&self) -> String {
+        format!("{}_usage_nonneg", self.table)
+    }
+
     /// The name of the trigger on the table, unqualified (triggers live in their table).
     fn usage_trigger(&self) -> String {
         format!("{}_usage", self.table)
@@ -145,27 +150,65 @@ pub(crate) fn create_sql(names: &Names, create_schema: bool) -> String {
 /// statement, the write included, is rolled back. Only growth is checked: a delete, or a
 /// replacement that is no larger, always passes.
 ///
-/// `SECURITY DEFINER` with a fixed `search_path`: the application role needs no privilege
-/// on the usage table, and cannot call the function except through the trigger.
+/// The usage table's CHECK keeps counts from going negative: a count that would fall below
+/// zero means the usage row was changed behind the trigger's back, and the write fails rather
+/// than leave a row that would lift a quota. See [`usage_function_sql`] for the function.
 fn usage_sql(names: &Names) -> String {
     let table = names.table();
     let usage = names.usage();
-    let function = names.usage_function();
     let trigger = names.usage_trigger();
+    let function = names.usage_function();
+    let check = names.usage_check();
     format!(
         "CREATE TABLE IF NOT EXISTS {usage} (\n    \
              app     text COLLATE \"C\" NOT NULL,\n    \
              user_id text COLLATE \"C\" NOT NULL,\n    \
              records bigint NOT NULL,\n    \
              bytes   bigint NOT NULL,\n    \
-             PRIMARY KEY (app, user_id)\n\
+             PRIMARY KEY (app, user_id),\n    \
+             CONSTRAINT \"{check}\" CHECK (records >= 0 AND bytes >= 0)\n\
          );\n\
-         CREATE OR REPLACE FUNCTION {function}() RETURNS trigger\n\
-         LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$\n\
+         {function_sql}\
+         DROP TRIGGER IF EXISTS \"{trigger}\" ON {table};\n\
+         CREATE TRIGGER \"{trigger}\" AFTER INSERT OR DELETE OR UPDATE OF bytes ON {table}\n\
+         FOR EACH ROW EXECUTE PROCEDURE {function}();\n",
+        function_sql = usage_function_sql(names)
+    )
+}
+
+/// The trigger function, and the `REVOKE` that leaves `EXECUTE` to its owner alone.
+///
+/// `SECURITY DEFINER` with a fixed `search_path`, so the application role needs no privilege
+/// on the usage table. PostgreSQL checks `EXECUTE` when a trigger is created, not when it
+/// fires: revoked from `PUBLIC`, no other role can attach the function to a table of its own
+/// (a temporary table, say) and feed it made-up rows, and the store's own trigger still fires
+/// for every writer. As a second guard the function refuses to run for any table but the
+/// store's (`TG_RELID`), whoever attached it.
+fn usage_function_sql(names: &Names) -> String {
+    let function = names.usage_function();
+    format!(
+        "CREATE OR REPLACE FUNCTION {function}() RETURNS trigger\n\
+         LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body${body}$body$;\n\
+         REVOKE ALL ON FUNCTION {function}() FROM PUBLIC;\n",
+        body = usage_function_body(names)
+    )
+}
+
+/// The body of the trigger function, as `pg_proc.prosrc` stores it: [`secure_usage`] compares
+/// it to tell an install written by an earlier release.
+fn usage_function_body(names: &Names) -> String {
+    let table = names.table();
+    let usage = names.usage();
+    format!(
+        "\n\
          DECLARE\n    \
              held_records bigint;\n    \
              held_bytes bigint;\n\
          BEGIN\n    \
+             IF TG_RELID <> '{table}'::regclass THEN\n        \
+                 RAISE EXCEPTION 'this function keeps the usage of {table} only' \
+                 USING ERRCODE = 'insufficient_privilege';\n    \
+             END IF;\n    \
              IF TG_OP = 'DELETE' THEN\n        \
                  UPDATE {usage} SET records = records - 1, bytes = bytes - OLD.bytes\n        \
                  WHERE app = OLD.app AND user_id = OLD.user_id RETURNING records INTO held_records;\n        \
@@ -196,11 +239,7 @@ fn usage_sql(names: &Names) -> String {
                  RAISE EXCEPTION 'quota exceeded' USING ERRCODE = '{BYTES_EXCEEDED}';\n    \
              END IF;\n    \
              RETURN NULL;\n\
-         END\n\
-         $body$;\n\
-         DROP TRIGGER IF EXISTS \"{trigger}\" ON {table};\n\
-         CREATE TRIGGER \"{trigger}\" AFTER INSERT OR DELETE OR UPDATE OF bytes ON {table}\n\
-         FOR EACH ROW EXECUTE PROCEDURE {function}();\n"
+         END\n"
     )
 }
 
@@ -219,6 +258,7 @@ pub(crate) async fn setup(client: &mut tokio_postgres::Client, names: &Names) ->
         .map_err(storage("could not set up the schema"))?;
     if exists {
         upgrade(&tx, names).await?;
+        secure_usage(&tx, names).await?;
     } else {
         // `CREATE SCHEMA IF NOT EXISTS` needs the CREATE privilege on the database even when the
         // schema exists, so run it only when the schema is missing.
@@ -349,6 +389,92 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Result<
         create = usage_sql(names)
     );
     tx.batch_execute(&ddl).await.map_err(storage(what))
+}
+
+/// What the catalogs say about the usage trigger function and the usage table's CHECK.
+struct UsageGuard {
+    /// The function's body is this release's (it checks `TG_RELID`).
+    current_body: bool,
+    /// `PUBLIC` may execute the function (earlier releases left the default grant).
+    public_execute: bool,
+    /// The usage table has the CHECK that keeps counts from going negative.
+    counts_checked: bool,
+    /// The connected role owns (or is a member of the owner of) the function and both tables.
+    owner: bool,
+}
+
+impl UsageGuard {
+    fn is_current(&self) -> bool {
+        self.current_body && !self.public_execute && self.counts_checked
+    }
+}
+
+/// Reads [`UsageGuard`] from the catalogs; `None` when the function does not exist (then
+/// [`validate`] reports the missing trigger).
+async fn usage_guard(
+    client: &impl tokio_postgres::GenericClient,
+    names: &Names,
+) -> Result<Option<UsageGuard>> {
+    let what = "could not check the usage trigger";
+    let row = client
+        .query_typed_opt(
+            "SELECT p.prosrc = $4, has_function_privilege('public', p.oid, 'EXECUTE'), \
+                    EXISTS (SELECT 1 FROM pg_constraint \
+                            WHERE conrelid = to_regclass($2) AND conname = $5 AND convalidated), \
+                    pg_has_role(p.proowner, 'USAGE') \
+                      AND coalesce(pg_has_role((SELECT relowner FROM pg_class \
+                                                WHERE oid = to_regclass($2)), 'USAGE'), false) \
+                      AND coalesce(pg_has_role((SELECT relowner FROM pg_class \
+                                                WHERE oid = to_regclass($3)), 'USAGE'), false) \
+             FROM pg_proc p WHERE p.oid = to_regprocedure($1)",
+            &[
+                (&format!("{}()", names.usage_function()), Type::TEXT),
+                (&names.usage(), Type::TEXT),
+                (&names.table(), Type::TEXT),
+                (&usage_function_body(names), Type::TEXT),
+                (&names.usage_check(), Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(storage(what))?;
+    let Some(row) = row else { return Ok(None) };
+    let flag = |i: usize| row.try_get::<_, bool>(i).map_err(storage(what));
+    Ok(Some(UsageGuard {
+        current_body: flag(0)?,
+        public_execute: flag(1)?,
+        counts_checked: flag(2)?,
+        owner: flag(3)?,
+    }))
+}
+
+/// Brings the usage trigger of a version 2 install written by an earlier release up to this
+/// release's, inside the setup transaction (under the advisory lock, so replicas starting
+/// together repair it once): replaces the function (which now refuses other tables), revokes
+/// `EXECUTE` from `PUBLIC`, recounts every user's usage from the table (any login could
+/// change the counts through the old function, so they are not trusted), and adds the CHECK
+/// that keeps counts from going negative. The table is locked against writers (`SHARE`) until
+/// the commit; the recount reads it once, and only on the first start of this release.
+///
+/// Nothing runs when the install is current, so a role without DDL rights still starts; a
+/// role that does not own the objects cannot repair them and leaves them to [`validate`],
+/// which warns.
+async fn secure_usage(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Result<()> {
+    let Some(guard) = usage_guard(tx, names).await? else { return Ok(()) };
+    if guard.is_current() || !guard.owner {
+        return Ok(());
+    }
+    let (table, usage, check) = (names.table(), names.usage(), names.usage_check());
+    let ddl = format!(
+        "LOCK TABLE {table} IN SHARE MODE;\n\
+         {function}\
+         ALTER TABLE {usage} DROP CONSTRAINT IF EXISTS \"{check}\";\n\
+         DELETE FROM {usage};\n\
+         INSERT INTO {usage} (app, user_id, records, bytes) \
+           SELECT app, user_id, count(*), sum(bytes) FROM {table} GROUP BY app, user_id;\n\
+         ALTER TABLE {usage} ADD CONSTRAINT \"{check}\" CHECK (records >= 0 AND bytes >= 0);\n",
+        function = usage_function_sql(names)
+    );
+    tx.batch_execute(&ddl).await.map_err(storage("could not secure the usage trigger"))
 }
 
 fn quote(name: &str) -> String {
@@ -515,6 +641,18 @@ pub(crate) async fn validate(client: &tokio_postgres::Client, names: &Names) -> 
     }
     if !usage_row.try_get::<_, bool>(1).map_err(storage(what))? {
         problems.push(format!("the trigger {} is missing or disabled", names.usage_trigger()));
+    }
+    // Not a mismatch: the store works, but other logins can change its users' usage. The
+    // repair needs the objects' owner, so a least-privilege role only reports it.
+    if usage_guard(client, names).await?.is_some_and(|guard| !guard.is_current()) {
+        tracing::warn!(
+            provider = PROVIDER,
+            table = %table,
+            "the usage trigger function was installed by an earlier release: any database \
+             login may be able to change usage counts through it; start a store with \
+             setup_schema enabled as the table's owner (or run `agent-memory setup`) once \
+             to secure it"
+        );
     }
     if problems.is_empty() {
         Ok(())

@@ -38,6 +38,11 @@ pub(crate) struct Statements {
     pub(crate) list_after_below: Statement,
     pub(crate) list_from: Statement,
     pub(crate) list_from_below: Statement,
+    /// `list_keys` by the shape of its key range; see [`keys`].
+    pub(crate) keys_after: Statement,
+    pub(crate) keys_after_below: Statement,
+    pub(crate) keys_from: Statement,
+    pub(crate) keys_from_below: Statement,
     pub(crate) search: Statement,
     pub(crate) delete: Statement,
     pub(crate) delete_expected: Statement,
@@ -240,6 +245,10 @@ impl Statements {
             list_after_below: list(&t, "key > $4 AND key < $6", LIST_BELOW),
             list_from: list(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
             list_from_below: list(&t, "key >= $4 AND key < $6", LIST_BELOW),
+            keys_after: keys(&t, "key > $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
+            keys_after_below: keys(&t, "key > $4 AND key < $6", LIST_BELOW),
+            keys_from: keys(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
+            keys_from_below: keys(&t, "key >= $4 AND key < $6", LIST_BELOW),
             // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
             // Returns the matches among the next $6 keys, plus the last key inspected (flagged
             // by `hit = false` when it does not match) so the caller can continue after it.
@@ -352,7 +361,7 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 23] {
+    pub(crate) fn all(&self) -> [&Statement; 27] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -362,6 +371,10 @@ impl Statements {
             &self.list_after_below,
             &self.list_from,
             &self.list_from_below,
+            &self.keys_after,
+            &self.keys_after_below,
+            &self.keys_from,
+            &self.keys_from_below,
             &self.search,
             &self.delete,
             &self.delete_expected,
@@ -445,6 +458,20 @@ fn list(t: &str, range: &str, types: &'static [Type]) -> Statement {
     Statement::new(
         format!(
             "SELECT {RECORD_COLUMNS} FROM {t} \
+             WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
+             ORDER BY key LIMIT $5"
+        ),
+        types,
+    )
+}
+
+/// `list_keys` over one shape of key range, with the parameters of [`list`]. `octet_length`
+/// reads the stored length of the content (for a large, TOASTed value, from its pointer)
+/// without detoasting it, so a page never reads the contents.
+fn keys(t: &str, range: &str, types: &'static [Type]) -> Statement {
+    Statement::new(
+        format!(
+            "SELECT key, octet_length(content)::bigint FROM {t} \
              WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
              ORDER BY key LIMIT $5"
         ),

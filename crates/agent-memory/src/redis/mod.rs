@@ -31,10 +31,10 @@ use self::keys::{
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage,
-    PageRequest, UserPage,
+    ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamePage,
+    NamespacePage, PageRequest, UserPage,
 };
-use crate::provider::{self, key_cursor, search_contains, search_prefilter};
+use crate::provider::{self, key_cursor, key_info_page, search_contains, search_prefilter};
 use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -400,6 +400,38 @@ impl crate::observe::Backend for RedisMemoryStore {
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         self.page(CursorKind::List, scope, "", page).await
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        let page = page.key_page(CursorKind::Keys, scope)?;
+        let (start, end) = page_bounds(&page);
+        let keys = ScopeKeys::new(scope);
+        let mut call = Call::new(&SCRIPTS.keys, 1);
+        call.arg(keys.index())
+            .arg(keys.record_prefix())
+            .arg(start)
+            .arg(page.limit)
+            .arg(self.options.list_scan_limit)
+            .arg(end);
+        let Value::Array(reply) = self.eval(&call).await? else {
+            return Err(unexpected_reply());
+        };
+        let mut reply = reply.into_iter();
+        let stopped = opt_text(reply.next().ok_or_else(unexpected_reply)?)?;
+        let mut items = Vec::with_capacity(page.limit + 1);
+        while let Some(key) = reply.next() {
+            let length = int(&reply.next().ok_or_else(unexpected_reply)?)?;
+            items.push(KeyInfo::new(
+                text(key)?,
+                u64::try_from(length).map_err(|_| malformed_record())?,
+            ));
+        }
+        let mut found = key_info_page(scope, &page, items);
+        if let Some(position) = stopped {
+            // The inspection budget ran out first: continue after the last key inspected.
+            found.next_cursor = Some(page.cursor(scope, &position));
+        }
+        Ok(found)
     }
 
     async fn search(

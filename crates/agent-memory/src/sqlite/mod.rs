@@ -19,8 +19,8 @@ use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    UserPage, DEFAULT_PAGE_LIMIT,
+    ApplicationPage, CursorKind, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage,
+    PageRequest, UserPage, DEFAULT_PAGE_LIMIT,
 };
 use crate::provider::SearchScan;
 use crate::record::{MemoryRecord, Revision};
@@ -191,6 +191,13 @@ impl crate::observe::Backend for SqliteMemoryStore {
         }
         let scope = scope.clone();
         self.reading(move |conn| statements::list(conn, &scope, &page, now)).await
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        let page = page.key_page(CursorKind::Keys, scope)?;
+        let now = self.clock.now();
+        let scope = scope.clone();
+        self.reading(move |conn| statements::list_keys(conn, &scope, &page, now)).await
     }
 
     async fn search(

@@ -15,10 +15,10 @@ use super::error::{storage, PROVIDER};
 use super::schema::LAST_REVISION;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, KeyPage, MemoryCleanupPage, MemoryPage, NamePage, NamespacePage,
-    UserPage,
+    ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, KeyPage, MemoryCleanupPage, MemoryPage,
+    NamePage, NamespacePage, UserPage,
 };
-use crate::provider::{self, key_cursor, search_contains, PageBuilder, SearchScan};
+use crate::provider::{self, key_cursor, key_info_page, search_contains, PageBuilder, SearchScan};
 use crate::quota::{record_bytes, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -219,6 +219,62 @@ fn list_statement(after: bool, end: bool) -> &'static str {
         (false, true) => list_sql!("key >= ?4 AND key < ?6"),
         (false, false) => list_sql!("key >= ?4"),
     }
+}
+
+/// The `list_keys` statement: the keys `list` would read, with `octet_length(content)`, which
+/// SQLite answers from the row's header (the value's size is stored there) without reading
+/// the content or its overflow pages.
+macro_rules! keys_sql {
+    ($range:literal) => {
+        concat!(
+            "SELECT key, octet_length(content) FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
+            $range,
+            " AND ",
+            live!("?5"),
+            " ORDER BY key"
+        )
+    };
+}
+
+/// The `list_keys` statement starting after a key or at the prefix, with or without an end.
+fn keys_statement(after: bool, end: bool) -> &'static str {
+    match (after, end) {
+        (true, true) => keys_sql!("key > ?4 AND key < ?6"),
+        (true, false) => keys_sql!("key > ?4"),
+        (false, true) => keys_sql!("key >= ?4 AND key < ?6"),
+        (false, false) => keys_sql!("key >= ?4"),
+    }
+}
+
+/// Pages live keys with their content's length, the range [`list`] reads.
+pub(super) fn list_keys(
+    conn: &Connection,
+    scope: &MemoryScope,
+    page: &KeyPage,
+    now: Timestamp,
+) -> Result<KeyInfoPage> {
+    let what = "listing keys failed";
+    let end = page.prefix_end();
+    let mut stmt = conn
+        .prepare_cached(keys_statement(page.after.is_some(), end.is_some()))
+        .map_err(storage(what))?;
+    let start = page.after.as_deref().unwrap_or(&page.prefix);
+    let (app, user, ns, now) =
+        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
+    let mut rows = match &end {
+        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
+        None => stmt.query(params![app, user, ns, start, now]),
+    }
+    .map_err(storage(what))?;
+    let mut items = Vec::with_capacity(page.limit.min(128) + 1);
+    while items.len() <= page.limit {
+        let Some(row) = rows.next().map_err(storage(what))? else { break };
+        let key: String = row.get(0).map_err(storage(what))?;
+        let length: i64 = row.get(1).map_err(storage(what))?;
+        items.push(KeyInfo::new(key, u64::try_from(length).unwrap_or_default()));
+    }
+    Ok(key_info_page(scope, page, items))
 }
 
 /// Pages live records in key order: after the cursor (else from the prefix) up to the

@@ -16,6 +16,8 @@ pub(super) struct Scripts {
     pub(super) get: Script,
     /// One page of `list` or `search`.
     pub(super) page: Script,
+    /// One page of `list_keys`.
+    pub(super) keys: Script,
     /// Delete one record, optionally only at an expected revision.
     pub(super) delete: Script,
     /// One batch of `delete_all`.
@@ -30,11 +32,12 @@ pub(super) struct Scripts {
 
 impl Scripts {
     /// Every script, for loading them all at `start()`.
-    pub(super) fn all(&self) -> [&Script; 8] {
+    pub(super) fn all(&self) -> [&Script; 9] {
         [
             &self.put,
             &self.get,
             &self.page,
+            &self.keys,
             &self.delete,
             &self.delete_all,
             &self.delete_user,
@@ -49,6 +52,7 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     put: Script::new(concat!(include_str!("usage.lua"), include_str!("put.lua"))),
     get: Script::new(include_str!("get.lua")),
     page: Script::new(include_str!("page.lua")),
+    keys: Script::new(include_str!("keys.lua")),
     delete: Script::new(concat!(include_str!("usage.lua"), include_str!("delete.lua"))),
     delete_all: Script::new(concat!(include_str!("usage.lua"), include_str!("delete_all.lua"))),
     delete_user: Script::new(include_str!("delete_user.lua")),

@@ -1,0 +1,168 @@
+//! How much work a request did, for the HTTP server's rate limit: the store operations its
+//! tool call ran, counted by a [`Metered`] store the handler puts in front of the shared one.
+//!
+//! A request is charged in *units*: one for the request itself, which covers up to
+//! [`INCLUDED_OPERATIONS`] store operations, and one for every further operation. An ordinary
+//! call (a read, a write, an edit, a listing of a page) costs one unit; a rename of a directory
+//! of 1,000 files, about 3,000 operations, costs about as many units as 3,000 ordinary calls.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use agent_memory::{
+    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope,
+    MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
+};
+
+/// Store operations one unit of a request covers.
+pub const INCLUDED_OPERATIONS: u64 = 10;
+
+/// The store operations one request ran; shared by the HTTP layer, which puts it in the
+/// request, and the handler, which counts into it.
+#[derive(Debug, Clone, Default)]
+pub struct Work(Arc<AtomicU64>);
+
+impl Work {
+    /// Store operations counted so far.
+    pub fn operations(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// What the request costs in units: one, plus one per operation past
+    /// [`INCLUDED_OPERATIONS`].
+    pub fn units(&self) -> u64 {
+        1 + self.operations().saturating_sub(INCLUDED_OPERATIONS)
+    }
+
+    fn count(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A store that forwards every operation to `inner` and counts it in a [`Work`].
+#[derive(Debug)]
+pub struct Metered {
+    inner: Arc<dyn MemoryStore>,
+    work: Work,
+}
+
+impl Metered {
+    /// `inner`, counting into `work`.
+    pub fn new(inner: Arc<dyn MemoryStore>, work: Work) -> Self {
+        Self { inner, work }
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for Metered {
+    async fn start(&self) -> Result<()> {
+        self.inner.start().await
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.inner.close().await
+    }
+
+    async fn put(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        write: MemoryWrite,
+    ) -> Result<MemoryRecord> {
+        self.work.count();
+        self.inner.put(scope, key, write).await
+    }
+
+    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
+        self.work.count();
+        self.inner.get(scope, key).await
+    }
+
+    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
+        self.work.count();
+        self.inner.list(scope, page).await
+    }
+
+    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
+        self.work.count();
+        self.inner.list_keys(scope, page).await
+    }
+
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        page: PageRequest,
+    ) -> Result<MemoryPage> {
+        self.work.count();
+        self.inner.search(scope, query, page).await
+    }
+
+    async fn delete(
+        &self,
+        scope: &MemoryScope,
+        key: &str,
+        expected_revision: Option<&Revision>,
+    ) -> Result<bool> {
+        self.work.count();
+        self.inner.delete(scope, key, expected_revision).await
+    }
+
+    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
+        self.work.count();
+        self.inner.delete_all(scope).await
+    }
+
+    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
+        self.work.count();
+        self.inner.delete_user(application_id, user_id).await
+    }
+
+    async fn list_namespaces(
+        &self,
+        application_id: &str,
+        user_id: &str,
+        page: PageRequest,
+    ) -> Result<NamespacePage> {
+        self.work.count();
+        self.inner.list_namespaces(application_id, user_id, page).await
+    }
+
+    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
+        self.work.count();
+        self.inner.list_users(application_id, page).await
+    }
+
+    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
+        self.work.count();
+        self.inner.list_applications(page).await
+    }
+
+    async fn purge_expired(
+        &self,
+        scope: &MemoryScope,
+        page: PageRequest,
+    ) -> Result<MemoryCleanupPage> {
+        self.work.count();
+        self.inner.purge_expired(scope, page).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_costs_one_unit_up_to_the_included_operations_then_one_per_operation() {
+        let work = Work::default();
+        assert_eq!(work.units(), 1, "a request that ran nothing");
+        for _ in 0..INCLUDED_OPERATIONS {
+            work.count();
+        }
+        assert_eq!(work.units(), 1);
+        for _ in 0..3_000 {
+            work.count();
+        }
+        assert_eq!(work.units(), 3_001);
+    }
+}
