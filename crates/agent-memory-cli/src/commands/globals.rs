@@ -6,8 +6,10 @@ use clap::Args;
 use crate::exit::{CliError, CliResult};
 use crate::progress::eprintln_safe;
 
-/// Options every command accepts, before or after the command name.
+/// Options every command accepts, before or after the command name; `--help` lists them
+/// under their own heading, apart from the command's.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Globals {
     /// Store URL: sqlite:PATH, postgres://…, redis://…, redis+cluster://h:p,h:p or memory:.
     /// Default: a SQLite file in the user's data directory
@@ -49,6 +51,18 @@ pub struct Globals {
         value_name = "FORMAT"
     )]
     pub log_format: LogFormat,
+
+    /// Which of `--user` and `--namespace` were typed on the command line rather than taken
+    /// from the environment: only those get a note when a command ignores them.
+    #[arg(skip)]
+    typed: Typed,
+}
+
+/// Scope options given on the command line (see [`Globals::note_typed`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Typed {
+    user: bool,
+    namespace: bool,
 }
 
 /// The format of log lines on stderr.
@@ -71,6 +85,25 @@ pub struct User {
 }
 
 impl Globals {
+    /// Records which scope options the person typed, from clap's value sources (the command
+    /// line, as opposed to `AGENT_MEMORY_USER`/`AGENT_MEMORY_NAMESPACE`), at any level of
+    /// subcommands: global options may follow the command name.
+    pub fn note_typed(&mut self, matches: &clap::ArgMatches) {
+        let typed = |name: &str| {
+            let mut level = Some(matches);
+            while let Some(current) = level {
+                if current.try_get_raw(name).is_ok()
+                    && current.value_source(name) == Some(clap::parser::ValueSource::CommandLine)
+                {
+                    return true;
+                }
+                level = current.subcommand().map(|(_, sub)| sub);
+            }
+            false
+        };
+        self.typed = Typed { user: typed("user"), namespace: typed("namespace") };
+    }
+
     /// The scope of `--app`, `--user` and `--namespace`.
     ///
     /// # Errors
@@ -106,7 +139,7 @@ impl Globals {
             CliError::invalid("no application id: pass --app or set AGENT_MEMORY_APP")
         })?;
         agent_memory::validation::id("application_id", &application_id)?;
-        if self.user.is_some() || self.namespace.is_some() {
+        if self.typed.user || self.typed.namespace {
             eprintln_safe(&format!(
                 "note: {command} covers every user of the application; --user and --namespace \
                  are ignored"
@@ -118,7 +151,7 @@ impl Globals {
     /// Says on stderr that `command` ignores `--namespace`, when one was given: the command
     /// still runs, but not in the namespace the caller may think.
     pub fn ignore_namespace(&self, command: &str) {
-        if self.namespace.is_some() {
+        if self.typed.namespace {
             eprintln_safe(&format!(
                 "note: {command} covers every namespace of the user; --namespace is ignored"
             ));

@@ -106,6 +106,20 @@ impl Conn {
     /// [`Storage`](MemoryError::Storage) when the server cannot be reached or refuses the
     /// credentials or the database.
     pub(super) async fn open(target: &Target, options: &Options) -> Result<Self> {
+        // The driver retries a refused connection with growing pauses (and the cluster client
+        // tries each seed); `connect_timeout` bounds all of it, so an unreachable server fails
+        // within the time the caller chose, not after the retries add up.
+        tokio::time::timeout(options.connect_timeout, Self::connect(target, options))
+            .await
+            .unwrap_or_else(|_| {
+                Err(MemoryError::storage(
+                    super::error::PROVIDER,
+                    "could not connect to Redis within connect_timeout",
+                ))
+            })
+    }
+
+    async fn connect(target: &Target, options: &Options) -> Result<Self> {
         match target {
             Target::Single(client) => {
                 let config = ConnectionManagerConfig::new()

@@ -47,7 +47,6 @@ use self::reload::Watched;
 use super::handler::MemoryServer;
 use super::ToolSet;
 use crate::exit::{CliError, CliResult};
-use crate::progress::eprintln_safe;
 
 /// Largest request body, in bytes (1 MiB): a tool call's content is at most 64 KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -253,7 +252,10 @@ async fn run(
                         tracing::error!(error = %err, "the metrics listener failed");
                     }
                 });
-                eprintln_safe(&format!("agent-memory metrics at http://{addr}{}", metrics::PATH));
+                crate::progress::announce(&format!(
+                    "agent-memory metrics at http://{addr}{}",
+                    metrics::PATH
+                ));
             }
         }
     }
@@ -262,7 +264,9 @@ async fn run(
     let grace = options.request_timeout + Duration::from_secs(1);
     tokio::spawn(shut_down_on_signal(handle.clone(), grace));
     tracing::info!(tools = ?options.tools, tls = tls.is_some(), "agent-memory MCP server starting");
-    eprintln_safe(&format!("agent-memory MCP server listening on {scheme}://{local}/mcp"));
+    crate::progress::announce(&format!(
+        "agent-memory MCP server listening on {scheme}://{local}/mcp"
+    ));
     let served = match tls {
         Some(config) => {
             let config = axum_server::tls_rustls::RustlsConfig::from_config(config);
