@@ -72,7 +72,9 @@ pub enum Command {
 
         /// Migrate every application of the store, one after another in ascending byte order,
         /// instead of --app.
-        #[arg(long, conflicts_with = "app")]
+        // Not a clap conflict with --app: clap would count AGENT_MEMORY_APP too, and an app
+        // exported for everyday use is ignored here (`prepare` refuses a typed --app).
+        #[arg(long)]
         all_apps: bool,
 
         /// With --all-apps: continue with the application after this one (as a stopped
@@ -137,11 +139,11 @@ impl Command {
                 Job::Apps { limit: usize::from(limit), after, all }
             }
             Command::Migrate { to, all_apps: true, after_app, after, dry_run } => {
-                // clap refuses --app after the command name; this catches it before.
-                if globals.app.is_some() {
+                // A typed --app, before or after the command name; an AGENT_MEMORY_APP exported
+                // for everyday use is ignored, like --user is.
+                if globals.typed_app() {
                     return Err(CliError::invalid(
-                        "--all-apps migrates every application: leave out --app and \
-                         AGENT_MEMORY_APP",
+                        "--all-apps migrates every application: leave out --app",
                     ));
                 }
                 check_after_app(after_app.as_deref())?;
@@ -784,8 +786,9 @@ fn finish(
         return Err(CliError::new(
             ErrorKind::Failure,
             format!(
-                "verification failed: {} differ between the stores",
-                output::count(done.differ, "user")
+                "verification failed: {} {} between the stores",
+                output::count(done.differ, "user"),
+                if done.differ == 1 { "differs" } else { "differ" }
             ),
         ));
     }

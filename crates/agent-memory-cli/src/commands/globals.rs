@@ -52,7 +52,7 @@ pub struct Globals {
     )]
     pub log_format: LogFormat,
 
-    /// Which of `--user` and `--namespace` were typed on the command line rather than taken
+    /// Which of `--app`, `--user` and `--namespace` were typed on the command line rather than taken
     /// from the environment: only those get a note when a command ignores them.
     #[arg(skip)]
     typed: Typed,
@@ -61,6 +61,7 @@ pub struct Globals {
 /// Scope options given on the command line (see [`Globals::note_typed`]).
 #[derive(Debug, Default, Clone, Copy)]
 struct Typed {
+    app: bool,
     user: bool,
     namespace: bool,
 }
@@ -101,7 +102,13 @@ impl Globals {
             }
             false
         };
-        self.typed = Typed { user: typed("user"), namespace: typed("namespace") };
+        self.typed =
+            Typed { app: typed("app"), user: typed("user"), namespace: typed("namespace") };
+    }
+
+    /// True when `--app` was typed on the command line (not taken from `AGENT_MEMORY_APP`).
+    pub fn typed_app(&self) -> bool {
+        self.typed.app
     }
 
     /// The scope of `--app`, `--user` and `--namespace`.
