@@ -149,8 +149,19 @@ fn usage_error(err: clap::Error) -> ExitCode {
     let mut lines = rendered.lines().map(str::trim).filter(|line| !line.is_empty());
     let first = lines.next().unwrap_or("invalid arguments");
     let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    for tip in lines.filter_map(|line| line.strip_prefix("tip: ")) {
-        message.push_str(&format!(" ({tip})"));
+    // The indented lines under the first name the arguments it speaks of (`--to <URL>`);
+    // usage and "for more information" are replaced by the hint below.
+    let mut named = Vec::new();
+    for line in
+        lines.take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more"))
+    {
+        match line.strip_prefix("tip: ") {
+            Some(tip) => message.push_str(&format!(" ({tip})")),
+            None => named.push(line),
+        }
+    }
+    if !named.is_empty() {
+        message.push_str(&format!(" {}", named.join(", ")));
     }
     let err = exit::CliError::invalid(format!("{message}; see '{} --help'", command_path()));
     progress::eprintln_safe(&format!("error: {err}"));

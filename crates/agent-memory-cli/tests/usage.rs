@@ -178,3 +178,29 @@ fn exported_scope_variables_bring_no_notes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--user and --namespace are ignored"), "{stderr}");
 }
+
+#[test]
+fn a_dry_run_counts_without_a_target_and_checks_one_that_is_given() {
+    let fx = Fixture::new();
+    fx.put("k", "v");
+    let dry = fx.with_store().args(["--app", "app", "migrate", "--dry-run"]).output().unwrap();
+    assert_eq!(dry.status.code(), Some(OK), "{}", String::from_utf8_lossy(&dry.stderr));
+    assert_eq!(String::from_utf8_lossy(&dry.stdout), "would copy 1 record of 1 user\n");
+    // A SQLite target that does not exist yet is fine, and not created by the dry run.
+    let new_target = fx.other_store("new.db");
+    fx.with_store()
+        .args(["--app", "app", "migrate", "--dry-run", "--to", &new_target])
+        .assert()
+        .code(OK);
+    assert!(!fx.path("new.db").exists());
+    // An unreachable target fails the dry run as it would fail the migration.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let unreachable = format!("redis://127.0.0.1:{port}?connect_timeout=1");
+    let mut cmd = fx.with_store();
+    cmd.args(["--app", "app", "migrate", "--dry-run", "--to", &unreachable]);
+    assert_one_line_error(&mut cmd, support::FAILURE, "--to: ", "unreachable target");
+    // Without --dry-run, --to is required.
+    let mut cmd = fx.with_store();
+    cmd.args(["--app", "app", "migrate"]);
+    assert_one_line_error(&mut cmd, INVALID, "--to <URL>", "no target");
+}
