@@ -185,7 +185,7 @@ fn report(err: &exit::CliError) -> ExitCode {
     if err.kind() == exit::ErrorKind::ClosedPipe {
         return ExitCode::SUCCESS;
     }
-    progress::eprintln_safe(&format!("error: {err}"));
+    progress::error(&err.to_string());
     err.exit_code()
 }
 

@@ -91,6 +91,21 @@ fn info_logs_a_line_per_store_operation_in_text_and_json() {
     for line in stderr.lines() {
         serde_json::from_str::<serde_json::Value>(line).expect("each stderr line is JSON");
     }
+    // The error a command ends with, and a note about an ignored option, are objects too.
+    let out = fx.cmd().args(["--log-format", "json", "--namespace", "n", "namespaces"]).output();
+    let out = out.unwrap();
+    let out2 = fx.cmd().args(["--log-format", "json", "get", "nope"]).output().unwrap();
+    assert_eq!(out2.status.code(), Some(support::NOT_FOUND));
+    let stderr = [out.stderr, out2.stderr].concat();
+    let levels: Vec<String> = String::from_utf8(stderr)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            value["level"].as_str().expect("a level").to_owned()
+        })
+        .collect();
+    assert_eq!(levels, ["WARN", "ERROR"]);
 }
 
 #[test]

@@ -4,7 +4,7 @@ use agent_memory::MemoryScope;
 use clap::Args;
 
 use crate::exit::{CliError, CliResult};
-use crate::progress::eprintln_safe;
+use crate::progress::notice;
 
 /// Options every command accepts, before or after the command name; `--help` lists them
 /// under their own heading, apart from the command's.
@@ -147,9 +147,9 @@ impl Globals {
         })?;
         agent_memory::validation::id("application_id", &application_id)?;
         if self.typed.user || self.typed.namespace {
-            eprintln_safe(&format!(
-                "note: {command} covers every user of the application; --user and --namespace \
-                 are ignored"
+            notice(&format!(
+                "{command} covers every user of the application; --user and --namespace are \
+                 ignored"
             ));
         }
         Ok(application_id)
@@ -159,8 +159,8 @@ impl Globals {
     /// still runs, but not in the namespace the caller may think.
     pub fn ignore_namespace(&self, command: &str) {
         if self.typed.namespace {
-            eprintln_safe(&format!(
-                "note: {command} covers every namespace of the user; --namespace is ignored"
+            notice(&format!(
+                "{command} covers every namespace of the user; --namespace is ignored"
             ));
         }
     }
