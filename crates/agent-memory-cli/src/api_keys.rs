@@ -11,7 +11,9 @@
 //! The file holds one JSON object per line ([`KeyEntry`]). `api-key add` appends one line with
 //! a single write to a file it creates with mode 0600; `api-key revoke` rewrites the whole file
 //! into a temporary file beside it and renames it into place, keeping the file's mode, so a
-//! reader sees either the old file or the new one, never half of each. Do not run `add` and
+//! reader sees either the old file or the new one, never half of each. Both follow a symbolic
+//! link to the real file (through [`crate::files`] for the rewrite), so the file a server
+//! watches is the one that changes. Do not run `add` and
 //! `revoke` on the same file at the same moment: a key added during a revoke's rewrite is lost
 //! (the revoke wins), and `add` prints it anyway.
 

@@ -1,6 +1,11 @@
 //! The commands, one module per group, and the one path every command takes: check its input,
-//! open and start the store, run, close the store. (`api-key` alone needs no store: it only
-//! edits the key file of the remote MCP server, and never opens or creates a database.)
+//! open and start the store, run, close the store. (`api-key` needs no store: it only edits the
+//! key file of the remote MCP server, and never opens or creates a database; nor do
+//! `completions` and `man`, which print what clap knows of the command line.)
+//!
+//! Only writes, `setup` and the servers may create a SQLite store that does not exist; every
+//! other command opens an existing one only ([`store::Access`]), so a mistyped path fails
+//! instead of leaving an empty database behind.
 //!
 //! Each group module owns its clap arguments, the checked job they become and the code that
 //! runs it; this module only composes the groups. A job is built from the arguments and the
