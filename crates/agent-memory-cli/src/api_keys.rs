@@ -11,14 +11,16 @@
 //! The file holds one JSON object per line ([`KeyEntry`]). `api-key add` appends one line with
 //! a single write to a file it creates with mode 0600; `api-key revoke` rewrites the whole file
 //! into a temporary file beside it and renames it into place, keeping the file's mode, so a
-//! reader sees either the old file or the new one, never half of each. Do not run `add` and
+//! reader sees either the old file or the new one, never half of each. Both follow a symbolic
+//! link to the real file (through [`crate::files`] for the rewrite), so the file a server
+//! watches is the one that changes. Do not run `add` and
 //! `revoke` on the same file at the same moment: a key added during a revoke's rewrite is lost
 //! (the revoke wins), and `add` prints it anyway.
 
 use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use agent_memory::Timestamp;
@@ -225,23 +227,20 @@ pub fn append(path: &Path, entry: &KeyEntry) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Replaces the key file at `path` by `entries`, atomically: a temporary file beside it, with
-/// the same mode, renamed into place.
+/// Replaces the key file at `path` by `entries`, atomically and with the same mode, through
+/// [`crate::files`]: a symbolic link is followed, so the file a server watches is the one that
+/// changes.
 ///
 /// # Errors
-/// When the temporary file cannot be written or renamed.
-pub fn rewrite(path: &Path, entries: &[KeyEntry]) -> io::Result<()> {
-    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mode = fs::metadata(path).map_or(0o600, |meta| meta.permissions().mode() & 0o7777);
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+/// When the file cannot be written or renamed, or `path` is not a file.
+pub fn rewrite(path: &Path, entries: &[KeyEntry]) -> Result<(), crate::exit::CliError> {
+    let mut bytes = Vec::new();
     for entry in entries {
-        serde_json::to_writer(&mut temp, entry).map_err(io::Error::other)?;
-        temp.write_all(b"\n")?;
+        serde_json::to_writer(&mut bytes, entry)
+            .map_err(|err| crate::exit::CliError::failure(format!("cannot encode a key: {err}")))?;
+        bytes.push(b'\n');
     }
-    temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|err| err.error)?;
-    Ok(())
+    crate::files::write(path, crate::files::Mode::Keep, &bytes)
 }
 
 fn random<const N: usize>() -> io::Result<[u8; N]> {

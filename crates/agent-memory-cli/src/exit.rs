@@ -11,6 +11,9 @@
 //! | 3 | conflict: `--if-revision` or `--create-only` did not hold |
 //! | 4 | failure: the store, a local file, the terminal or the MCP transport failed |
 //! | 5 | quota exceeded: the write would take the user past `max_records_per_user` or `max_bytes_per_user`; nothing was written |
+//!
+//! A closed stdout (`agent-memory export | head`) is no failure: the command stops and exits 0
+//! without a word, as `list | head` does.
 
 use std::fmt;
 use std::process::ExitCode;
@@ -36,6 +39,9 @@ pub enum ErrorKind {
     Failure,
     /// Exit 5.
     QuotaExceeded,
+    /// Exit 0, quietly: the reader of stdout (or of a FIFO) closed it, as `head` does once it
+    /// has what it wants. Every command treats a closed pipe so, whatever it was writing.
+    ClosedPipe,
 }
 
 impl ErrorKind {
@@ -47,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Conflict => 3,
             ErrorKind::Failure => 4,
             ErrorKind::QuotaExceeded => 5,
+            ErrorKind::ClosedPipe => 0,
         }
     }
 }
@@ -79,9 +86,34 @@ impl CliError {
         Self::new(ErrorKind::Failure, message)
     }
 
-    /// A local I/O failure (a file, stdin, stdout), naming what was being done.
+    /// A local I/O failure (a file, stdin, stdout), naming what was being done; a closed pipe
+    /// is [`ErrorKind::ClosedPipe`] instead.
     pub fn io(what: &str, err: &std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return Self::new(ErrorKind::ClosedPipe, format!("{what}: {err}"));
+        }
         Self::failure(format!("{what}: {err}"))
+    }
+
+    /// A failure to write JSON to a stream, naming what was being done; a closed pipe is
+    /// [`ErrorKind::ClosedPipe`] as in [`io`](Self::io).
+    pub fn json_write(what: &str, err: &serde_json::Error) -> Self {
+        if err.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe) {
+            return Self::new(ErrorKind::ClosedPipe, format!("{what}: {err}"));
+        }
+        Self::failure(format!("{what}: {err}"))
+    }
+
+    /// The error of a store write: a storage failure also says that the write may have
+    /// committed (the reply, not the write, may be what was lost), so the caller reads before
+    /// retrying. Reads never say so.
+    pub fn from_write(err: MemoryError) -> Self {
+        let storage = err.is_storage();
+        let mut err = Self::from(err);
+        if storage {
+            err.message.push_str("; the write may have committed: read before retrying");
+        }
+        err
     }
 
     /// The same error with `context` in front, for example "line 7: ".
@@ -148,11 +180,18 @@ mod tests {
             ErrorKind::Conflict,
             ErrorKind::Failure,
             ErrorKind::QuotaExceeded,
+            ErrorKind::ClosedPipe,
         ]
         .into_iter()
         .map(ErrorKind::code)
         .collect();
-        assert_eq!(codes, [1, 2, 3, 4, 5]);
+        assert_eq!(codes, [1, 2, 3, 4, 5, 0]);
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(CliError::io("cannot write to stdout", &pipe).kind(), ErrorKind::ClosedPipe);
+        let read = CliError::from(MemoryError::storage("redis", "lost the connection"));
+        assert!(!read.message().contains("may have committed"));
+        let write = CliError::from_write(MemoryError::storage("redis", "lost the connection"));
+        assert!(write.message().contains("may have committed"));
         let quota = CliError::from(MemoryError::quota_exceeded("max_records_per_user", 3));
         assert_eq!(quota.kind(), ErrorKind::QuotaExceeded);
     }

@@ -128,7 +128,7 @@ impl Output {
     /// One value as compact JSON on its own line.
     pub fn json_line<T: Serialize + ?Sized>(&mut self, value: &T) -> CliResult {
         serde_json::to_writer(&mut self.out, value)
-            .map_err(|e| CliError::failure(format!("cannot write to stdout: {e}")))?;
+            .map_err(|e| CliError::json_write("cannot write to stdout", &e))?;
         self.out.write_all(b"\n").map_err(|e| CliError::io("cannot write to stdout", &e))
     }
 

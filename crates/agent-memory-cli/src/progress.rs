@@ -69,3 +69,47 @@ pub fn eprintln_safe(text: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "{text}");
 }
+
+/// Set once by `main` when `--log-format json` is on: then every line the CLI itself writes on
+/// stderr outside the log (a server's "listening on") is a JSON object too.
+static JSON_LINES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Records that stderr carries JSON lines; called once, when logging is set up.
+pub fn set_json_lines(json: bool) {
+    let _ = JSON_LINES.set(json);
+}
+
+/// A line a server prints for its operator whatever the log filter (where it listens): plain
+/// text, or with `--log-format json` an object shaped like the log's own lines.
+pub fn announce(message: &str) {
+    stderr_line("INFO", message, message);
+}
+
+/// A note about how a command was understood (an option it ignores): `note: …`, or a `WARN`
+/// object with `--log-format json`.
+pub fn notice(message: &str) {
+    stderr_line("WARN", &format!("note: {message}"), message);
+}
+
+/// The error a command ends with: `error: …`, or an `ERROR` object with `--log-format json`.
+pub fn error(message: &str) {
+    stderr_line("ERROR", &format!("error: {message}"), message);
+}
+
+/// `text` on stderr; with `--log-format json`, an object shaped like the log's own lines
+/// (`timestamp`, `level`, `fields.message`, `target`) holding `message` instead, so a
+/// collector reading one object per line never meets anything else.
+fn stderr_line(level: &str, text: &str, message: &str) {
+    if !JSON_LINES.get().copied().unwrap_or(false) {
+        eprintln_safe(text);
+        return;
+    }
+    let timestamp = crate::output::format_time(agent_memory::Timestamp::now()).replace(' ', "T");
+    let line = serde_json::json!({
+        "timestamp": timestamp,
+        "level": level,
+        "fields": {"message": message},
+        "target": "agent_memory_cli",
+    });
+    eprintln_safe(&line.to_string());
+}

@@ -27,6 +27,10 @@ fn contents(fx: &Fixture) -> (Vec<Value>, Vec<Value>) {
 }
 
 fn assert_empty(fx: &Fixture, what: &str) {
+    // Reads open existing stores only: a store nothing created holds nothing.
+    if !fx.path("m.db").exists() {
+        return;
+    }
     assert_eq!(contents(fx), (vec![], vec![]), "{what}: a refused input wrote something");
 }
 

@@ -52,7 +52,13 @@ impl Server {
         let addr = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("no address: {seen:?}"));
-            if let Some(rest) = line.split("listening on http://").nth(1) {
+            // With --log-format json, the line is an object like every other on stderr.
+            let message = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|object| object["fields"]["message"].as_str().map(str::to_owned));
+            if let Some(rest) =
+                message.as_deref().and_then(|m| m.split("listening on http://").nth(1))
+            {
                 break rest.trim_end_matches("/mcp").to_owned();
             }
             seen.push(line);

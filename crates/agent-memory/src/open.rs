@@ -12,7 +12,7 @@ use crate::store::MemoryStore;
 /// | URL | provider | feature |
 /// | --- | --- | --- |
 /// | `memory:`, `memory:?max_records_per_user=N` | [`InMemoryStore`] | always |
-/// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start) | `sqlite` |
+/// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start unless `?mode=rw` or `?mode=ro` asks for an existing one) | `sqlite` |
 /// | `postgres://…`, `postgresql://…` | `PostgresMemoryStore` | `postgres` |
 /// | `redis://…`, `rediss://…` | `RedisMemoryStore` on one server | `redis` |
 /// | `redis+cluster://host:port,host:port…`, `rediss+cluster://…` | `RedisMemoryStore` on a Redis Cluster | `redis` |

@@ -50,6 +50,10 @@ pub const MAX_REVISION_BYTES: usize = 128;
 /// Longest search query, in bytes (1 KiB). A longer query says nothing a shorter one cannot,
 /// and the length bounds what one comparison costs the datastore.
 pub const MAX_QUERY_BYTES: usize = 1_024;
+/// Longest relative expiry the tools (`expires_in_seconds`) and the command line
+/// (`--expires-in`) accept: ten years of 365 days, in seconds. Longer is refused rather than
+/// capped: a caller asking for a century has made a mistake worth hearing about.
+pub const MAX_EXPIRES_IN_SECONDS: u64 = 10 * 365 * 24 * 60 * 60;
 
 /// Checks an application id, user id, namespace or source field.
 ///

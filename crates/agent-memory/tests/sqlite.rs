@@ -818,3 +818,29 @@ async fn a_read_only_file_serves_reads_and_refuses_writes() {
         assert_eq!(read_bytes(&path), before);
     }
 }
+
+/// `create_if_missing(false)` (`?mode=rw`) opens an existing file read-write and creates
+/// nothing when it is missing: not the file, not its folders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_only_refuses_a_missing_file_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let missing = dir.path().join("typo").join("absent.db");
+    let by_builder = SqliteMemoryStore::builder(&missing).create_if_missing(false).build();
+    let by_url = SqliteMemoryStore::from_url(&format!("sqlite:{}?mode=rw", missing.display()));
+    for store in [by_builder, by_url] {
+        let err = store.expect("valid options").start().await.expect_err("no file");
+        assert!(matches!(err, MemoryError::Invalid { field: "path", .. }), "{err}");
+        assert!(!missing.parent().expect("a parent").exists(), "a folder was created");
+    }
+    let path = dir.path().join("there.db");
+    let s = scope("existing");
+    let creator = SqliteMemoryStore::new(&path);
+    creator.start().await.expect("start");
+    creator.close().await.expect("close");
+    let store = SqliteMemoryStore::from_url(&format!("sqlite:{}?mode=rw", path.display()))
+        .expect("valid URL");
+    store.start().await.expect("an existing file opens");
+    store.put(&s, "k", MemoryWrite::new("v")).await.expect("writes work");
+    assert!(store.get(&s, "k").await.expect("get").is_some());
+    store.close().await.expect("close");
+}

@@ -246,7 +246,6 @@ fn revoke(file: &Path, id: &str, out: &mut Output) -> CliResult {
         );
     }
     entry.revoked_at = Some(Timestamp::now());
-    api_keys::rewrite(file, &entries)
-        .map_err(|err| CliError::io("cannot rewrite the key file", &err))?;
+    api_keys::rewrite(file, &entries)?;
     out.summary(&format!("revoked key {id}"), &json!({"revoked": id, "already": false}))
 }

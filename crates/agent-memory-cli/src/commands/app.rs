@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use super::globals::Globals;
+use super::store::{Access, Lifetime};
 use crate::exit::{CliError, CliResult, ErrorKind};
 use crate::output::{self, escape_text, Output};
 use crate::progress;
@@ -64,13 +65,16 @@ pub enum Command {
     /// --all-apps) from --store to another store, then verify record counts and a content
     /// checksum per user.
     Migrate {
-        /// The target store's URL (same forms as --store).
-        #[arg(long, value_name = "URL")]
-        to: String,
+        /// The target store's URL (same forms as --store); optional with --dry-run, which
+        /// then only counts.
+        #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
+        to: Option<String>,
 
         /// Migrate every application of the store, one after another in ascending byte order,
         /// instead of --app.
-        #[arg(long, conflicts_with = "app")]
+        // Not a clap conflict with --app: clap would count AGENT_MEMORY_APP too, and an app
+        // exported for everyday use is ignored here (`prepare` refuses a typed --app).
+        #[arg(long)]
         all_apps: bool,
 
         /// With --all-apps: continue with the application after this one (as a stopped
@@ -83,8 +87,8 @@ pub enum Command {
         #[arg(long, value_name = "USER")]
         after: Option<String>,
 
-        /// Only count the users and live records that would be copied; the target is not
-        /// opened.
+        /// Only count the users and live records that would be copied; with --to, also check
+        /// that the target can be reached (nothing is copied).
         #[arg(long)]
         dry_run: bool,
     },
@@ -93,10 +97,29 @@ pub enum Command {
 /// A whole-application command with its application (and any `--after` position) checked.
 #[derive(Debug)]
 pub enum Job {
-    Users { application_id: String, limit: usize, after: Option<String>, all: bool },
-    Apps { limit: usize, after: Option<String>, all: bool },
-    Migrate { application_id: String, to: String, after: Option<String>, dry_run: bool },
-    MigrateAll { to: String, after_app: Option<String>, after: Option<String>, dry_run: bool },
+    Users {
+        application_id: String,
+        limit: usize,
+        after: Option<String>,
+        all: bool,
+    },
+    Apps {
+        limit: usize,
+        after: Option<String>,
+        all: bool,
+    },
+    Migrate {
+        application_id: String,
+        to: Option<String>,
+        after: Option<String>,
+        dry_run: bool,
+    },
+    MigrateAll {
+        to: Option<String>,
+        after_app: Option<String>,
+        after: Option<String>,
+        dry_run: bool,
+    },
 }
 
 impl Command {
@@ -116,11 +139,11 @@ impl Command {
                 Job::Apps { limit: usize::from(limit), after, all }
             }
             Command::Migrate { to, all_apps: true, after_app, after, dry_run } => {
-                // clap refuses --app after the command name; this catches it before.
-                if globals.app.is_some() {
+                // A typed --app, before or after the command name; an AGENT_MEMORY_APP exported
+                // for everyday use is ignored, like --user is.
+                if globals.typed_app() {
                     return Err(CliError::invalid(
-                        "--all-apps migrates every application: leave out --app and \
-                         AGENT_MEMORY_APP",
+                        "--all-apps migrates every application: leave out --app",
                     ));
                 }
                 check_after_app(after_app.as_deref())?;
@@ -190,18 +213,20 @@ pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> Cli
         Job::Migrate { application_id, to, after, dry_run } => {
             let after = after.as_deref();
             if dry_run {
+                check_target(to.as_deref()).await?;
                 return count_only(store.as_ref(), &application_id, after, out).await;
             }
-            let target = open_target(&to).await?;
+            let target = open_target(to.as_deref()).await?;
             let result = copy_and_verify(&store, &target, &application_id, after, out).await;
             result.and(target.close().await.map_err(CliError::from))
         }
         Job::MigrateAll { to, after_app, after, dry_run } => {
             let (after_app, after) = (after_app.as_deref(), after.as_deref());
             if dry_run {
+                check_target(to.as_deref()).await?;
                 return count_all(store.as_ref(), after_app, after, out).await;
             }
-            let target = open_target(&to).await?;
+            let target = open_target(to.as_deref()).await?;
             let result = copy_and_verify_all(&store, &target, after_app, after, out).await;
             result.and(target.close().await.map_err(CliError::from))
         }
@@ -574,12 +599,24 @@ async fn count_application(
 }
 
 /// Opens and starts the target store of a migration.
-async fn open_target(to: &str) -> CliResult<Arc<dyn MemoryStore>> {
+async fn open_target(to: Option<&str>) -> CliResult<Arc<dyn MemoryStore>> {
+    let to = to.ok_or_else(|| CliError::invalid("migrate needs --to URL (or --dry-run)"))?;
     // A one-run command: a SQLite target is read without a map, like the source.
-    let target = agent_memory::open(&super::store::without_file_map(to.to_owned()))
-        .map_err(|e| CliError::from(e).context("--to: "))?;
-    target.start().await.map_err(|e| CliError::from(e).context("--to: "))?;
-    Ok(target)
+    super::store::open_started(to, Lifetime::OneRun, Access::Create)
+        .await
+        .map_err(|e| e.context("--to: "))
+}
+
+/// `--dry-run --to URL`: the target must be reachable (and its schema valid) for the dry run
+/// to say the migration would work; a SQLite target that does not exist yet is only noted,
+/// since the migration creates it.
+async fn check_target(to: Option<&str>) -> CliResult {
+    let Some(to) = to else { return Ok(()) };
+    let exists = super::store::check_reachable(to).await.map_err(|e| e.context("--to: "))?;
+    if !exists {
+        progress::note("the target has no store yet; the migration will create it");
+    }
+    Ok(())
 }
 
 /// Counts of one migration.
@@ -749,8 +786,9 @@ fn finish(
         return Err(CliError::new(
             ErrorKind::Failure,
             format!(
-                "verification failed: {} differ between the stores",
-                output::count(done.differ, "user")
+                "verification failed: {} {} between the stores",
+                output::count(done.differ, "user"),
+                if done.differ == 1 { "differs" } else { "differ" }
             ),
         ));
     }

@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 use super::app::{each_page, IdPages};
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
+use crate::files::{Mode, OutputFile};
 use crate::output::{self, Output};
 use crate::progress;
 use crate::transfer::{self, Checked, Owner};
@@ -82,6 +83,13 @@ pub struct CheckedInput {
     expired: u64,
 }
 
+impl Job {
+    /// True for `import`, which may create the store; `export` reads an existing one only.
+    pub fn writes(&self) -> bool {
+        matches!(self, Job::Import { .. })
+    }
+}
+
 impl Command {
     /// Checks the user (unless `import --any-user`) and reads and checks a whole import, one
     /// line at a time, so a bad line never opens the store.
@@ -128,9 +136,10 @@ struct Exported {
 /// ascending within each. Expired records are not exported: `list` never returns them, and
 /// import could not write them back.
 ///
-/// With `--output`, the lines go to a temporary file next to the target, created owner-only,
-/// and renamed over the target only once the export completed: a failed export never leaves
-/// a truncated backup behind or destroys the previous one.
+/// With `--output`, the lines go through [`OutputFile`]: for a regular file (or a link to one),
+/// a temporary file beside the final target, created owner-only, renamed over it only once the
+/// export completed, so a failed export never leaves a truncated backup behind or destroys the
+/// previous one; a device or FIFO is written in place.
 async fn export(
     store: &dyn MemoryStore,
     user: &Exporting,
@@ -145,30 +154,14 @@ async fn export(
         progress::note(&summary(&done));
         return Ok(());
     };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file = tempfile::NamedTempFile::new_in(&directory).map_err(|e| {
-        CliError::io(&format!("cannot create a file in {}", directory.display()), &e)
-    })?;
-    let mut writer = BufWriter::new(file);
-    let done = write_all(store, user, &mut writer).await?;
-    let file =
-        writer.into_inner().map_err(|e| CliError::io("cannot write the export file", e.error()))?;
-    file.as_file().sync_all().map_err(|e| CliError::io("cannot write the export file", &e))?;
-    persist(file, &path)?;
+    let mut file = OutputFile::create(&path, Mode::Private)?;
+    let done = write_all(store, user, &mut file).await?;
+    file.finish()?;
     let mut counts = json!({"exported": done.records, "namespaces": done.namespaces});
     if let Some(users) = done.users {
         counts["users"] = json!(users);
     }
     out.summary(&summary(&done), &counts)
-}
-
-fn persist(file: tempfile::NamedTempFile, path: &Path) -> CliResult {
-    file.persist(path)
-        .map(drop)
-        .map_err(|e| CliError::io(&format!("cannot write {}", path.display()), &e.error))
 }
 
 fn summary(done: &Exported) -> String {
@@ -236,7 +229,7 @@ async fn write_user(
     let namespaces = each_page(store, application_id, user_id, async |_, page| {
         for record in &page {
             serde_json::to_writer(&mut *sink, record)
-                .map_err(|e| CliError::failure(format!("cannot write the export: {e}")))?;
+                .map_err(|e| CliError::json_write("cannot write the export", &e))?;
             sink.write_all(b"\n").map_err(|e| CliError::io("cannot write the export", &e))?;
             records += 1;
         }
@@ -343,7 +336,8 @@ async fn import(
             // It expired between the check and the write: the same as expired at the check.
             Err(MemoryError::Invalid { field: "expires_at", .. }) => expired += 1,
             Err(err) => {
-                return Err(CliError::from(err).context(&stopped(&bar, imported, entry.line)));
+                let err = CliError::from_write(err);
+                return Err(err.context(&stopped(&bar, imported, entry.line)));
             }
         }
         bar.inc(1);

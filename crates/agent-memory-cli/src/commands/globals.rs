@@ -4,10 +4,12 @@ use agent_memory::MemoryScope;
 use clap::Args;
 
 use crate::exit::{CliError, CliResult};
-use crate::progress::eprintln_safe;
+use crate::progress::notice;
 
-/// Options every command accepts, before or after the command name.
+/// Options every command accepts, before or after the command name; `--help` lists them
+/// under their own heading, apart from the command's.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Globals {
     /// Store URL: sqlite:PATH, postgres://…, redis://…, redis+cluster://h:p,h:p or memory:.
     /// Default: a SQLite file in the user's data directory
@@ -49,6 +51,19 @@ pub struct Globals {
         value_name = "FORMAT"
     )]
     pub log_format: LogFormat,
+
+    /// Which of `--app`, `--user` and `--namespace` were typed on the command line rather than taken
+    /// from the environment: only those get a note when a command ignores them.
+    #[arg(skip)]
+    typed: Typed,
+}
+
+/// Scope options given on the command line (see [`Globals::note_typed`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Typed {
+    app: bool,
+    user: bool,
+    namespace: bool,
 }
 
 /// The format of log lines on stderr.
@@ -71,6 +86,31 @@ pub struct User {
 }
 
 impl Globals {
+    /// Records which scope options the person typed, from clap's value sources (the command
+    /// line, as opposed to `AGENT_MEMORY_USER`/`AGENT_MEMORY_NAMESPACE`), at any level of
+    /// subcommands: global options may follow the command name.
+    pub fn note_typed(&mut self, matches: &clap::ArgMatches) {
+        let typed = |name: &str| {
+            let mut level = Some(matches);
+            while let Some(current) = level {
+                if current.try_get_raw(name).is_ok()
+                    && current.value_source(name) == Some(clap::parser::ValueSource::CommandLine)
+                {
+                    return true;
+                }
+                level = current.subcommand().map(|(_, sub)| sub);
+            }
+            false
+        };
+        self.typed =
+            Typed { app: typed("app"), user: typed("user"), namespace: typed("namespace") };
+    }
+
+    /// True when `--app` was typed on the command line (not taken from `AGENT_MEMORY_APP`).
+    pub fn typed_app(&self) -> bool {
+        self.typed.app
+    }
+
     /// The scope of `--app`, `--user` and `--namespace`.
     ///
     /// # Errors
@@ -106,10 +146,10 @@ impl Globals {
             CliError::invalid("no application id: pass --app or set AGENT_MEMORY_APP")
         })?;
         agent_memory::validation::id("application_id", &application_id)?;
-        if self.user.is_some() || self.namespace.is_some() {
-            eprintln_safe(&format!(
-                "note: {command} covers every user of the application; --user and --namespace \
-                 are ignored"
+        if self.typed.user || self.typed.namespace {
+            notice(&format!(
+                "{command} covers every user of the application; --user and --namespace are \
+                 ignored"
             ));
         }
         Ok(application_id)
@@ -118,9 +158,9 @@ impl Globals {
     /// Says on stderr that `command` ignores `--namespace`, when one was given: the command
     /// still runs, but not in the namespace the caller may think.
     pub fn ignore_namespace(&self, command: &str) {
-        if self.namespace.is_some() {
-            eprintln_safe(&format!(
-                "note: {command} covers every namespace of the user; --namespace is ignored"
+        if self.typed.namespace {
+            notice(&format!(
+                "{command} covers every namespace of the user; --namespace is ignored"
             ));
         }
     }

@@ -63,7 +63,20 @@ pub enum Job {
     Namespaces(User),
 }
 
+impl Job {
+    /// True for `setup`, which creates the store; the others read or erase, and open an
+    /// existing store only.
+    pub fn creates(&self) -> bool {
+        matches!(self, Job::Setup)
+    }
+}
+
 impl Command {
+    /// True for `setup`.
+    pub fn is_setup(&self) -> bool {
+        matches!(self, Command::Setup)
+    }
+
     /// Checks the scope (none for `setup`) and the `--yes` of an erasure.
     ///
     /// # Errors
@@ -172,7 +185,7 @@ async fn sweep(
     let mut cursor = None;
     loop {
         let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
-        let page = store.purge_expired(scope, request).await?;
+        let page = store.purge_expired(scope, request).await.map_err(CliError::from_write)?;
         *purged += page.deleted;
         spinner.set_position(*purged);
         cursor = page.next_cursor;
@@ -249,7 +262,7 @@ async fn purge_user(
 
 /// Erases one namespace.
 async fn delete_all(store: &dyn MemoryStore, scope: &MemoryScope, out: &mut Output) -> CliResult {
-    let deleted = store.delete_all(scope).await?;
+    let deleted = store.delete_all(scope).await.map_err(CliError::from_write)?;
     out.summary(
         &format!("deleted {}", output::count(deleted, "record")),
         &json!({"deleted": deleted}),
@@ -262,7 +275,7 @@ async fn delete_user(store: &dyn MemoryStore, user: &User, out: &mut Output) -> 
     let spinner = progress::busy("deleting the user's records");
     let result = store.delete_user(&user.application_id, &user.user_id).await;
     spinner.finish_and_clear();
-    let deleted = result?;
+    let deleted = result.map_err(CliError::from_write)?;
     out.summary(
         &format!("deleted {} in every namespace of the user", output::count(deleted, "record")),
         &json!({"deleted": deleted}),

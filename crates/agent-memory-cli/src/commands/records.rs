@@ -140,6 +140,14 @@ impl Page {
     }
 }
 
+impl Job {
+    /// True for `put`, the one record command that may create the store; reads and deletes
+    /// open an existing store only (nothing to read or delete in a store that is not there).
+    pub fn writes(&self) -> bool {
+        matches!(self.action, Action::Put(_))
+    }
+}
+
 impl Command {
     /// Checks the scope, then the command's own input, and reads the content of a `put` from
     /// stdin when it was not given: all before the store is opened.
@@ -249,7 +257,7 @@ async fn put(
     if let Some(after) = put.expires_in {
         write = write.expires_at(Timestamp::now().saturating_add(after));
     }
-    let record = store.put(scope, &put.key, write).await?;
+    let record = store.put(scope, &put.key, write).await.map_err(CliError::from_write)?;
     if out.is_json() {
         out.record(&record)
     } else {
@@ -330,7 +338,9 @@ async fn delete(
     expected: Option<Revision>,
     out: &mut Output,
 ) -> CliResult {
-    if !store.delete(scope, &key, expected.as_ref()).await? {
+    let deleted =
+        store.delete(scope, &key, expected.as_ref()).await.map_err(CliError::from_write)?;
+    if !deleted {
         return Err(not_found(&key));
     }
     out.summary(&format!("deleted {}", escape_text(&key)), &json!({"deleted": true, "key": key}))

@@ -462,7 +462,9 @@ impl RedisMemoryStoreBuilder {
         self
     }
 
-    /// How long opening a connection may take (default 5 s; more than zero).
+    /// How long connecting at `start()` may take, every retry of a refused connection
+    /// included (default 5 s; more than zero): an unreachable server fails with `Storage`
+    /// within it. URL parameter `connect_timeout`, in whole seconds.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.options.connect_timeout = timeout;
         self

@@ -106,6 +106,32 @@ impl Conn {
     /// [`Storage`](MemoryError::Storage) when the server cannot be reached or refuses the
     /// credentials or the database.
     pub(super) async fn open(target: &Target, options: &Options) -> Result<Self> {
+        // The connection manager retries a failed first connection with growing pauses, which
+        // added up to several seconds for a server that refuses at once, and its last error
+        // would be lost to a timeout. One plain attempt first says at once, and precisely
+        // (refused, TLS, credentials), why the server cannot be reached.
+        if let Target::Single(client) = target {
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(options.connect_timeout))
+                .set_response_timeout(Some(options.response_timeout));
+            client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(storage(CONNECT_FAILED))?;
+        }
+        // `connect_timeout` bounds the rest (the manager's own first connection, the cluster's
+        // slot map), so a server that stops answering fails within the time the caller chose.
+        tokio::time::timeout(options.connect_timeout, Self::connect(target, options))
+            .await
+            .unwrap_or_else(|_| {
+                Err(MemoryError::storage(
+                    super::error::PROVIDER,
+                    "could not connect to Redis within connect_timeout",
+                ))
+            })
+    }
+
+    async fn connect(target: &Target, options: &Options) -> Result<Self> {
         match target {
             Target::Single(client) => {
                 let config = ConnectionManagerConfig::new()

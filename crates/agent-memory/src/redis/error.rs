@@ -21,8 +21,9 @@ pub(crate) fn storage(what: &'static str) -> impl FnOnce(RedisError) -> MemoryEr
 
 /// The fixed description [`storage`] gives `err` when it happened during `what`.
 fn describe(what: &'static str, err: &RedisError) -> &'static str {
-    const CONNECTION: &str =
-        "lost or could not open the connection to Redis; a write may have committed";
+    // Whether a write may have committed is for the caller to say: a read that loses its
+    // connection changed nothing.
+    const CONNECTION: &str = "lost or could not open the connection to Redis";
     // A refused certificate or handshake says more than "could not connect".
     // The cluster client reports its first connections' failures as text only.
     if let Some(tls) = crate::tls::describe_failure(err)

@@ -65,6 +65,7 @@ pub(super) struct Settings {
     pub(super) busy_timeout: Duration,
     pub(super) synchronous: Synchronous,
     pub(super) read_only: bool,
+    pub(super) create: bool,
     pub(super) readers: usize,
     pub(super) search_scan_limit: usize,
     pub(super) search_scan_bytes: usize,
@@ -80,6 +81,7 @@ impl Default for Settings {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             synchronous: Synchronous::Normal,
             read_only: false,
+            create: true,
             readers: DEFAULT_READERS,
             search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
             search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
@@ -184,6 +186,17 @@ impl SqliteMemoryStoreBuilder {
     /// `mode=rwc`, the default, for read-write).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.settings.read_only = read_only;
+        self
+    }
+
+    /// Whether `start` creates the file and its missing folders when the file does not exist
+    /// (default true). With false, `start` on a missing file returns
+    /// [`Invalid`](MemoryError::Invalid) naming `path` and creates nothing, so a mistyped path
+    /// opened for reading never leaves an empty database (and its folders) behind. URL
+    /// parameter `mode=rw` (read-write, existing file only; `mode=rwc` creates it). A
+    /// read-only store never creates anything either way.
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.settings.create = create;
         self
     }
 
@@ -294,7 +307,7 @@ impl SqliteMemoryStore {
     }
 
     /// An unstarted store from `sqlite:PATH` or `sqlite://PATH`, with options as query
-    /// parameters named like the builder methods: `mode=ro|rwc`, `synchronous=normal|full`,
+    /// parameters named like the builder methods: `mode=ro|rw|rwc`, `synchronous=normal|full`,
     /// `readers`, `busy_timeout` (whole seconds), `search_scan_limit`, `search_scan_bytes`,
     /// `erase_batch_size`, `mmap_size`, `max_records_per_user`, `max_bytes_per_user`. See
     /// the [module docs](crate::sqlite#opening).
@@ -359,11 +372,13 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     let mut params = url.params;
     let mut builder = SqliteMemoryStore::builder(path);
     if let Some(mode) = params.take("mode") {
-        builder = builder.read_only(match mode.as_str() {
-            "ro" => true,
-            "rwc" => false,
-            _ => return Err(MemoryError::invalid("url", "has a `mode` that is not ro or rwc")),
-        });
+        let (read_only, create) = match mode.as_str() {
+            "ro" => (true, false),
+            "rw" => (false, false),
+            "rwc" => (false, true),
+            _ => return Err(MemoryError::invalid("url", "has a `mode` that is not ro, rw or rwc")),
+        };
+        builder = builder.read_only(read_only).create_if_missing(create);
     }
     if let Some(synchronous) = params.take("synchronous") {
         builder = builder.synchronous(match synchronous.as_str() {
@@ -501,6 +516,9 @@ mod tests {
     fn each_url_parameter_sets_its_option() {
         assert!(settings("sqlite:m.db?mode=ro").read_only);
         assert!(!settings("sqlite:m.db?mode=rwc").read_only);
+        assert!(settings("sqlite:m.db?mode=rwc").create && settings("sqlite:m.db").create);
+        let existing_only = settings("sqlite:m.db?mode=rw");
+        assert!(!existing_only.read_only && !existing_only.create);
         assert_eq!(settings("sqlite:m.db?synchronous=full").synchronous, Synchronous::Full);
         assert_eq!(settings("sqlite:m.db?synchronous=normal").synchronous, Synchronous::Normal);
         assert_eq!(settings("sqlite:m.db?readers=2").readers, 2);

@@ -128,8 +128,15 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let path = self.path.clone();
         let settings = self.settings.clone();
         let pool = off_runtime(move || {
-            if !settings.read_only {
+            if settings.read_only {
+                // Opening read-only creates nothing.
+            } else if settings.create {
                 files::create_private(&path)?;
+            } else if !path.exists() {
+                return Err(MemoryError::invalid(
+                    "path",
+                    "names no database file, and this store opens existing files only (mode=rw)",
+                ));
             }
             Pool::open(&path, &settings)
         })

@@ -131,7 +131,10 @@ pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Co
     // No SQLITE_OPEN_URI: the path is always a plain file name, never parsed as a URI.
     let access = match role {
         _ if settings.read_only => OpenFlags::SQLITE_OPEN_READ_ONLY,
-        Role::Writer => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        Role::Writer if settings.create => {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        }
+        Role::Writer => OpenFlags::SQLITE_OPEN_READ_WRITE,
         Role::Checkpointer => OpenFlags::SQLITE_OPEN_READ_WRITE,
         Role::Reader => OpenFlags::SQLITE_OPEN_READ_ONLY,
     };

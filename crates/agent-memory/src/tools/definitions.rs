@@ -28,8 +28,9 @@ pub const FORGET: &str = "forget";
 /// Name of the fact tool that returns facts, oldest first.
 pub const RECALL: &str = "recall";
 
-/// Longest expiry a tool call may ask for: ten years of 365 days, in seconds.
-pub const MAX_EXPIRES_IN_SECONDS: u64 = 10 * 365 * 24 * 60 * 60;
+/// Longest expiry a tool call may ask for: ten years of 365 days, in seconds (the same limit
+/// as the command line's `--expires-in`).
+pub use crate::validation::MAX_EXPIRES_IN_SECONDS;
 
 /// Hints about what a tool does, for clients that ask before running tools (MCP's tool
 /// annotations). All tools work only on the bound user's memory and touch nothing outside it.

@@ -53,7 +53,6 @@ pub use self::review::{provider_of, ReviewSettings};
 use super::handler::MemoryServer;
 use super::ToolSet;
 use crate::exit::{CliError, CliResult};
-use crate::progress::eprintln_safe;
 
 /// Largest request body, in bytes (1 MiB): a tool call's content is at most 64 KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -308,7 +307,10 @@ async fn run(
                         tracing::error!(error = %err, "the metrics listener failed");
                     }
                 });
-                eprintln_safe(&format!("agent-memory metrics at http://{addr}{}", metrics::PATH));
+                crate::progress::announce(&format!(
+                    "agent-memory metrics at http://{addr}{}",
+                    metrics::PATH
+                ));
             }
         }
     }
@@ -316,7 +318,9 @@ async fn run(
     let shutdown = CancellationToken::new();
     tokio::spawn(shut_down_on_signal(shutdown.clone()));
     tracing::info!(tools = ?options.tools, tls = tls.is_some(), "agent-memory MCP server starting");
-    eprintln_safe(&format!("agent-memory MCP server listening on {scheme}://{local}/mcp"));
+    crate::progress::announce(&format!(
+        "agent-memory MCP server listening on {scheme}://{local}/mcp"
+    ));
     let settings = connections::Settings {
         max_connections: options.max_connections,
         idle_timeout: options.idle_timeout,
