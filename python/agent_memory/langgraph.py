@@ -674,21 +674,24 @@ class AgentMemoryStore(BaseStore):
         if op.limit == 0:
             return []
         budget = _Budget(self._max_scan)
-        matched: List[Tuple[MemoryRecord, Tuple[str, ...]]] = []
+        matched: List[Tuple[MemoryRecord, Any, Tuple[str, ...]]] = []
+        # Without a filter almost every record read is returned: read no more than needed.
+        exact = not op.filter
         async for scope, namespace in self._namespaces(prefix, budget=budget):
-            async for record in self._records(scope, query, budget):
+            records = self._records(scope, query, budget, lambda: wanted - len(matched), exact)
+            async for record in records:
                 value = json.loads(record.content)
                 if query is not None and not _text_matches(value, query):
                     continue
                 if op.filter and not _filter_matches(value, op.filter):
                     continue
-                matched.append((record, namespace))
+                matched.append((record, value, namespace))
                 if len(matched) >= wanted:
                     break
             if len(matched) >= wanted:
                 break
         results = []
-        for record, namespace in matched[op.offset :]:
+        for record, value, namespace in matched[op.offset :]:
             if op.refresh_ttl:
                 record = await self._refreshed(record)
             results.append(
@@ -696,7 +699,7 @@ class AgentMemoryStore(BaseStore):
                     revision=record.revision,
                     namespace=namespace,
                     key=record.key,
-                    value=json.loads(record.content),
+                    value=value,
                     created_at=_datetime(record.created_at),
                     updated_at=_datetime(record.updated_at),
                     score=None,
@@ -705,16 +708,23 @@ class AgentMemoryStore(BaseStore):
         return results
 
     async def _records(
-        self, scope: MemoryScope, query: Optional[str], budget: "_Budget"
+        self,
+        scope: MemoryScope,
+        query: Optional[str],
+        budget: "_Budget",
+        missing: Callable[[], int],
+        exact: bool,
     ) -> "AsyncIterator[MemoryRecord]":
         """The live records of one namespace in key order: every one without a query, else
-        the core's literal candidates (the query as it reads inside the JSON text)."""
+        the core's literal candidates (the query as it reads inside the JSON text). With
+        ``exact``, each page asks for no more than the ``missing()`` results."""
         after: Optional[str] = None
         while True:
+            limit = max(1, min(_PAGE, missing())) if exact else _PAGE
             if query is None:
-                page = await self._store.list(scope, _PAGE, after)
+                page = await self._store.list(scope, limit, after)
             else:
-                page = await self._store.search(scope, _json_text(query), _PAGE, after)
+                page = await self._store.search(scope, _json_text(query), limit, after)
             for record in page.items:
                 budget.spend("records")
                 yield record
@@ -727,16 +737,25 @@ class AgentMemoryStore(BaseStore):
     ) -> "AsyncIterator[Tuple[MemoryScope, Tuple[str, ...]]]":
         """The namespaces under ``prefix`` (label by label, never a text prefix), users in
         byte order, then tuples in label order."""
+        exact: Optional[MemoryScope] = None
         if len(prefix) > self._user_at:
             users: AsyncIterable[str] = _aiter([prefix[self._user_at]])
+            try:
+                exact = self._scope(prefix)
+            except InvalidNamespaceError:
+                return  # too long for the store: nothing can be under it
+            # The prefix itself comes first in label order: often it answers alone, with no
+            # listing of the user's namespaces.
+            yield exact, prefix
         else:
             users = self._users()
         async for user in users:
             found = []
             async for scope in self._user_scopes(user, budget):
                 namespace = self._namespace_of(scope)
-                if namespace is not None and namespace[: len(prefix)] == prefix:
-                    found.append((namespace, scope))
+                if namespace is None or namespace[: len(prefix)] != prefix or scope == exact:
+                    continue
+                found.append((namespace, scope))
             found.sort(key=lambda pair: pair[0])
             for namespace, scope in found:
                 yield scope, namespace

@@ -436,6 +436,48 @@ class Cases(QuietSlowCallbacks):
         self.assertEqual(len(getattr(out["ls"], "entries", out["ls"]) or []), 0)
 
 
+class LifeCycle(unittest.TestCase):
+    """The private loop thread never keeps a process alive: a program that used the sync
+    methods (and a sweeper) and exits without ``close()`` ends at once, and so does one that
+    closed."""
+
+    def run_program(self, body):
+        import subprocess
+        import sys
+        import textwrap
+
+        program = textwrap.dedent(
+            """
+            from agent_memory import InMemoryStore
+            from agent_memory.langgraph import AgentMemoryStore
+
+            store = AgentMemoryStore(InMemoryStore(), application_id="app", user_at=1)
+            store.put(("notes", "u1"), "k", {"v": 1})
+            assert store.get(("notes", "u1"), "k").value == {"v": 1}
+            """
+        ) + textwrap.dedent(body)
+        done = subprocess.run([sys.executable, "-W", "ignore", "-c", program], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+    def test_exit_without_close(self):
+        self.run_program("store.start_ttl_sweeper(0.001)\n")
+
+    def test_exit_after_close(self):
+        self.run_program(
+            """
+            store.close()
+            store.close()
+            try:
+                store.get(("notes", "u1"), "k")
+            except RuntimeError as error:
+                assert "closed" in str(error)
+            else:
+                raise AssertionError("a closed adapter answered")
+            """
+        )
+
+
 stamp(globals(), Cases, "LangGraphStore")
 del Cases
 
