@@ -334,7 +334,8 @@ class AgentMemoryStore(BaseStore):
         """Run ``ops`` in order; results in the order of the ops. Every op is checked (labels,
         the user, the namespace's limits) before any of them runs."""
         planned = [self._plan(op) for op in ops]
-        await self.astart()
+        if not self._started:
+            await self.astart()
         results: List[Result] = []
         for op, scope in planned:
             results.append(await self._execute(op, scope))
@@ -587,7 +588,7 @@ class AgentMemoryStore(BaseStore):
             record = await self._store.get(scope, op.key)  # type: ignore[arg-type]
             if record is None:
                 return None
-            if op.refresh_ttl:
+            if op.refresh_ttl and record.expires_at is not None:
                 record = await self._refreshed(record)
             return self._item(record, op.namespace)
         if isinstance(op, PutOp):
@@ -692,7 +693,7 @@ class AgentMemoryStore(BaseStore):
                 break
         results = []
         for record, value, namespace in matched[op.offset :]:
-            if op.refresh_ttl:
+            if op.refresh_ttl and record.expires_at is not None:
                 record = await self._refreshed(record)
             results.append(
                 AgentMemorySearchItem(

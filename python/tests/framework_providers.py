@@ -1,4 +1,5 @@
-"""The four providers the framework adapters are tested on: each a mixin whose ``make_store``
+"""The providers the framework adapters are tested on (the package's four and a store
+written in Python): each a mixin whose ``make_store``
 returns a fresh, unstarted store of this package, and whose ``clock`` (a ``ManualClock``, or
 ``None`` when the datastore's own clock decides) lets expiry tests move time or wait."""
 
@@ -56,7 +57,23 @@ class Redis(Provider):
         return RedisMemoryStore(servers.url("redis"))
 
 
-PROVIDERS = {"InProcess": InProcess, "Sqlite": Sqlite, "Postgres": Postgres, "Redis": Redis}
+class PurePython(Provider):
+    """A store written in Python (the tests' reference store): the adapters take any store."""
+
+    def make_store(self):
+        from reference_store import DictStore
+
+        self.clock = ManualClock()
+        return DictStore(self.clock)
+
+
+PROVIDERS = {
+    "InProcess": InProcess,
+    "Sqlite": Sqlite,
+    "Postgres": Postgres,
+    "Redis": Redis,
+    "PurePython": PurePython,
+}
 
 
 def stamp(module_globals, cases, suffix):
