@@ -109,6 +109,8 @@ _T = TypeVar("_T")
 _PAGE = MAX_PAGE_LIMIT
 # Where the adapter keeps an item's TTL (minutes) in the record's metadata, for refreshes.
 _TTL_FIELD = "langgraph_ttl_minutes"
+# How many namespaces' scopes the adapter keeps built.
+_SCOPE_CACHE = 1024
 
 
 class AgentMemoryItem(Item):
@@ -232,6 +234,7 @@ class AgentMemoryStore(BaseStore):
         "_started",
         "_closed",
         "_sweeper",
+        "_scopes",
         "ttl_config",
     )
 
@@ -270,6 +273,7 @@ class AgentMemoryStore(BaseStore):
         self._started = False
         self._closed = False
         self._sweeper: Optional[concurrent.futures.Future] = None
+        self._scopes: Dict[Tuple[str, ...], MemoryScope] = {}
         if ttl is None:
             self.ttl_config: Optional[TTLConfig] = None
         elif isinstance(ttl, Mapping):
@@ -550,6 +554,18 @@ class AgentMemoryStore(BaseStore):
             self._check_user(prefix[self._user_at], f"namespace label at position {self._user_at}")
 
     def _scope(self, namespace: Tuple[str, ...]) -> MemoryScope:
+        # Scopes are immutable and a namespace is checked before it is cached: agents reuse a
+        # handful of namespaces, so most calls skip building one.
+        scope = self._scopes.get(namespace)
+        if scope is not None:
+            return scope
+        scope = self._new_scope(namespace)
+        if len(self._scopes) >= _SCOPE_CACHE:
+            self._scopes.clear()
+        self._scopes[namespace] = scope
+        return scope
+
+    def _new_scope(self, namespace: Tuple[str, ...]) -> MemoryScope:
         if len(namespace) <= self._user_at:
             raise InvalidNamespaceError(
                 f"a namespace needs at least {self._user_at + 1} labels: the end user's id is "
