@@ -15,7 +15,7 @@ of at most 64 KiB; the item's ``created_at`` / ``updated_at`` are the record's.
 
 **Isolation.** With ``user_id=`` the adapter serves that one user: an operation naming
 another user at ``user_at`` is refused before any I/O (a batch is checked whole first), and
-listings never see another user. Without it (trusted code), a search or listing whose prefix
+listings never see another user; ``for_user(user_id)`` makes such a view of an adapter. Without it (trusted code), a search or listing whose prefix
 stops before the user position walks the application's users, in byte order.
 
 **Search.** ``query`` is a literal, case-sensitive match against the value's string fields
@@ -235,6 +235,7 @@ class AgentMemoryStore(BaseStore):
         "_closed",
         "_sweeper",
         "_scopes",
+        "_owner",
         "ttl_config",
     )
 
@@ -274,6 +275,7 @@ class AgentMemoryStore(BaseStore):
         self._closed = False
         self._sweeper: Optional[concurrent.futures.Future] = None
         self._scopes: Dict[Tuple[str, ...], MemoryScope] = {}
+        self._owner = True
         if ttl is None:
             self.ttl_config: Optional[TTLConfig] = None
         elif isinstance(ttl, Mapping):
@@ -292,23 +294,45 @@ class AgentMemoryStore(BaseStore):
             self._started = True
 
     async def aclose(self) -> None:
-        """Close the underlying store. The sync methods stop working; ``close()`` also stops
-        the private loop thread."""
+        """Close the underlying store (a ``for_user`` view leaves it open). The adapter
+        answers no more; ``close()`` also stops the private loop thread."""
         self._closed = True
         self._stop_sweeper()
         if self._started:
             self._started = False
-            await self._store.close()
+            if self._owner:
+                await self._store.close()
 
     def close(self) -> None:
-        """Close the underlying store and stop the private loop thread. Idempotent."""
+        """Close the underlying store and stop the private loop thread (a ``for_user`` view
+        leaves both to the adapter it came from). Idempotent."""
         if not self._closed:
             self._closed = True
             self._stop_sweeper()
             if self._started:
                 self._started = False
-                self._loop.run(self._store.close())
-        self._loop.stop()
+                if self._owner:
+                    self._loop.run(self._store.close())
+        if self._owner:
+            self._loop.stop()
+
+    def for_user(self, user_id: str) -> "AgentMemoryStore":
+        """This adapter bound to one end user (as ``user_id=`` binds it): what to hand to the
+        graph serving an authenticated user. The view shares the underlying store and the
+        loop thread; closing it closes neither."""
+        self._check_user(user_id, "user_id")
+        view = AgentMemoryStore(
+            self._store,
+            application_id=self._application_id,
+            user_at=self._user_at,
+            user_id=user_id,
+            ttl=self.ttl_config,
+            max_scan=self._max_scan,
+            clock=self._clock,
+        )
+        view._loop = self._loop
+        view._owner = False
+        return view
 
     async def __aenter__(self) -> "AgentMemoryStore":
         await self.astart()
@@ -316,7 +340,8 @@ class AgentMemoryStore(BaseStore):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-        self._loop.stop()
+        if self._owner:
+            self._loop.stop()
 
     def __enter__(self) -> "AgentMemoryStore":
         self._loop.run(self.astart())

@@ -294,6 +294,21 @@ class Cases(QuietSlowCallbacks):
         self.assertEqual(await mine.alist_namespaces(), [("memories", "u1")])
         self.assertEqual(await mine.alist_namespaces(prefix=("memories", "*")), [("memories", "u1")])
 
+    async def test_per_user_views_share_the_store(self):
+        await self.lg.aput(("memories", "u2"), "theirs", {"v": "u2"})
+        view = self.lg.for_user("u1")
+        await view.aput(("memories", "u1"), "mine", {"v": "u1"})
+        with self.assertRaises(InvalidNamespaceError):
+            await view.aget(("memories", "u2"), "theirs")
+        with self.assertRaises(InvalidNamespaceError):
+            view.for_user("u2")
+        self.assertEqual([i.key for i in await asyncio.to_thread(view.search, ("memories",))], ["mine"])
+        await asyncio.to_thread(view.close)
+        # Closing a view leaves the adapter it came from (and its store and thread) working.
+        self.assertEqual(len(await asyncio.to_thread(self.lg.search, ("memories",))), 2)
+        with self.assertRaises(RuntimeError):
+            await view.aget(("memories", "u1"), "mine")
+
     async def test_trusted_adapter_walks_users_and_erases(self):
         for user in ("u3", "u1", "u2"):
             await self.lg.aput(("memories", user), "k", {"v": user})
