@@ -617,11 +617,6 @@ class AgentMemoryStore(BaseStore):
             return (self.ttl_config or {}).get("default_ttl")
         return ttl  # type: ignore[return-value]
 
-    def _refresh(self, refresh_ttl: Optional[bool]) -> bool:
-        if refresh_ttl is not None:
-            return refresh_ttl
-        return (self.ttl_config or {}).get("refresh_on_read", True)
-
     # --- running -------------------------------------------------------------------------------
 
     async def _execute(self, op: Any, scope: Optional[MemoryScope]) -> Result:

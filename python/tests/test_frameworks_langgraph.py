@@ -7,7 +7,6 @@ model (the tools and the backend are called as the graph's model would have them
 import asyncio
 import threading
 import unittest
-import uuid
 from typing import TypedDict
 
 from langgraph.config import get_config
@@ -16,7 +15,6 @@ from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
     ListNamespacesOp,
-    MatchCondition,
     PutOp,
     SearchOp,
 )
