@@ -15,7 +15,8 @@ a scope: ADK's ``load_memory`` / ``preload_memory`` tools pass the session's own
 record whose key is ``<session id>/<event id>`` and whose content is the event's text (its
 text parts joined by newlines; other parts are not kept); author, role and time go in the
 record's metadata. Writes are create-only, so adding a session again (ADK adds it as it grows)
-changes nothing and adds no duplicate. ``add_events_to_memory`` does the same for a delta;
+changes nothing and adds no duplicate (the events already stored are found with one listing,
+not one write each). ``add_events_to_memory`` does the same for a delta;
 ``add_memory`` stores explicit ``MemoryEntry`` items as given, under ``memory/<id>``.
 
 **Search.** ``search_memory`` returns that user's entries whose text contains the query
@@ -122,9 +123,19 @@ class AgentMemoryService(BaseMemoryService):
         custom_metadata: Optional[Mapping[str, object]],
     ) -> None:
         scope = await self._scope(app_name, user_id)
+        # ADK adds a growing session again after each turn: one listing of what is stored
+        # (a page per 100 events) spares a write attempt per event already kept.
+        stored = set()
+        after: Optional[str] = None
+        while True:
+            page = await self._store.list(scope, MAX_PAGE_LIMIT, after, f"{session_id}/")
+            stored.update(record.key for record in page.items)
+            after = page.next_cursor
+            if after is None:
+                break
         for event in events:
             text = _text(event.content)
-            if not text or not event.id:
+            if not text or not event.id or f"{session_id}/{event.id}" in stored:
                 continue
             metadata: Dict[str, Any] = {
                 "author": event.author or None,
