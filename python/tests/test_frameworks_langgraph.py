@@ -222,6 +222,17 @@ class Cases(QuietSlowCallbacks):
         with self.assertRaises(ScanLimitError):
             await small.asearch(("docs", "u1"), filter={"n": {"$gt": 100}})
 
+    async def test_cost_never_grows_with_other_users_data(self):
+        small = self.adapter(max_scan=5)
+        for n in range(20):
+            await small.aput(("docs", "u2", f"ns{n:02d}"), f"k{n:02d}", {"n": n})
+        await small.aput(("docs", "u1"), "mine", {"n": 1})
+        self.assertEqual([i.key for i in await small.asearch(("docs", "u1"), filter={"n": 1})], ["mine"])
+        self.assertEqual(await small.alist_namespaces(prefix=("docs", "u1")), [("docs", "u1")])
+        self.assertEqual([i.key for i in await small.for_user("u1").asearch(("docs",))], ["mine"])
+        with self.assertRaises(ScanLimitError):
+            await small.alist_namespaces(prefix=("docs", "u2"))
+
     # --- TTL, revisions ----------------------------------------------------------------------
 
     async def test_ttl_expires_at_once_and_reads_refresh(self):
