@@ -1,4 +1,4 @@
-"""Runs the package's tests: three groups of test modules in parallel processes (the server
+"""Runs the package's tests: four groups of test modules in parallel processes (the server
 suites spend most of their time waiting for real expiries), then prints each group's output
 and one closing line, ``python: N passed, N failed``. Exits 1 when a test failed.
 
@@ -18,6 +18,9 @@ GROUPS = [
      "test_review_link"],
     ["test_conformance_postgres"],
     ["test_conformance_redis"],
+    # The LangGraph store (with LangMem and deepagents on it) and the ADK memory service, on
+    # every provider, and the examples of docs/frameworks.md.
+    ["test_frameworks_langgraph", "test_frameworks_adk", "test_frameworks_docs"],
 ]
 
 
