@@ -18,12 +18,15 @@ use agent_memory::{
     ApplicationPage, Cursor, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope, MemoryStore,
     MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
 };
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3_async_runtimes::TaskLocals;
+use tokio::sync::oneshot;
 
 use crate::convert;
 use crate::errors::{bad_reply, from_py};
+use crate::interpreter;
 use crate::types::{
     records_from, PyApplicationPage, PyCleanupPage, PyNamespacePage, PyPage, PyRecord, PyScope,
     PySource, PyUserPage,
@@ -58,16 +61,99 @@ impl PyStore {
     }
 
     /// Calls one method and awaits what it returns.
+    ///
+    /// The method is called here (on whichever thread polls, attached through
+    /// [`interpreter::attach`]); what it returns is awaited as a task on the store's loop, whose
+    /// done callback converts the answer while it holds the GIL and sends it back. So this
+    /// side touches Python only to start the call: a loop that closes, or a task that is
+    /// dropped, ends the call with a `Storage` error without attaching again.
     async fn call<F>(&self, invoke: F) -> Result<Py<PyAny>>
     where
         F: for<'py> FnOnce(&Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>>,
     {
-        let pending = Python::attach(|py| {
-            let awaitable = invoke(self.object.bind(py))?;
-            pyo3_async_runtimes::into_future_with_locals(&self.locals, awaitable)
+        let (sender, answer) = oneshot::channel();
+        interpreter::attach(|py| {
+            let started = (|| -> PyResult<()> {
+                let awaitable = invoke(self.object.bind(py))?.unbind();
+                let start = StartTask { awaitable: Some(awaitable), sender: Some(sender) };
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "context"), self.locals.context(py))?;
+                let event_loop = self.locals.event_loop(py);
+                event_loop.call_method(
+                    intern!(py, "call_soon_threadsafe"),
+                    (start,),
+                    Some(&kwargs),
+                )?;
+                Ok(())
+            })();
+            started.map_err(|err| from_py(py, err))
         })
-        .map_err(from_py)?;
-        pending.await.map_err(from_py)
+        .unwrap_or_else(|| Err(exiting()))?;
+        answer.await.unwrap_or_else(|_dropped| {
+            Err(bad_reply(
+                "the Python store's call ended without an answer (its event loop closed)",
+            ))
+        })
+    }
+}
+
+/// The error of a call into a Python store once the interpreter is exiting.
+fn exiting() -> agent_memory::MemoryError {
+    bad_reply("the Python interpreter is exiting")
+}
+
+type Answer = Result<Py<PyAny>>;
+
+/// Runs on the store's loop: wraps the awaitable a store method returned in a task (in the
+/// context of the loop's creator), and sends its answer when the task is done.
+#[pyclass(module = "agent_memory._native")]
+struct StartTask {
+    awaitable: Option<Py<PyAny>>,
+    sender: Option<oneshot::Sender<Answer>>,
+}
+
+#[pymethods]
+impl StartTask {
+    fn __call__(&mut self, py: Python<'_>) {
+        let (Some(awaitable), Some(sender)) = (self.awaitable.take(), self.sender.take()) else {
+            return;
+        };
+        let task = py
+            .import(intern!(py, "asyncio"))
+            .and_then(|asyncio| asyncio.call_method1(intern!(py, "ensure_future"), (awaitable,)));
+        match task {
+            // Should adding the callback fail, the sender goes with it, and the call ends
+            // without an answer rather than waiting forever.
+            Ok(task) => {
+                let done = TaskDone { sender: Some(sender) };
+                let _ = task.call_method1(intern!(py, "add_done_callback"), (done,));
+            }
+            // Not awaitable: a store method that is not `async`.
+            Err(err) => {
+                let _ = sender.send(Err(from_py(py, err)));
+            }
+        }
+    }
+}
+
+/// A Python store's task is done: its result, or its exception as the core's error, goes to
+/// the Rust side (which may have stopped waiting: then the answer is dropped here).
+#[pyclass(module = "agent_memory._native")]
+struct TaskDone {
+    sender: Option<oneshot::Sender<Answer>>,
+}
+
+#[pymethods]
+impl TaskDone {
+    fn __call__(&mut self, task: &Bound<'_, PyAny>) {
+        let py = task.py();
+        if let Some(sender) = self.sender.take() {
+            let answer = task
+                .call_method0(intern!(py, "result"))
+                .map(Bound::unbind)
+                .map_err(|err| from_py(py, err));
+            let _ = sender.send(answer);
+        }
     }
 }
 
@@ -115,7 +201,8 @@ fn read<T>(
     extract: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
     what: &'static str,
 ) -> Result<T> {
-    Python::attach(|py| extract(reply.bind(py))).map_err(|_| bad_reply(what))
+    interpreter::attach(|py| extract(reply.bind(py)).map_err(|_| bad_reply(what)))
+        .unwrap_or_else(|| Err(exiting()))
 }
 
 #[async_trait::async_trait]

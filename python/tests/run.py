@@ -1,6 +1,7 @@
-"""Runs the package's tests: three groups of test modules in parallel processes (the server
-suites spend most of their time waiting for real expiries), then prints each group's output
-and one closing line, ``python: N passed, N failed``. Exits 1 when a test failed.
+"""Runs the package's tests: four groups of test modules in parallel processes (the server
+suites spend most of their time waiting for real expiries, the stress test on its child
+processes), then prints each group's output and one closing line, ``python: N passed,
+N failed``. Exits 1 when a test failed.
 
     python python/tests/run.py            # what scripts/test runs
     python -m unittest discover -s python/tests   # the same tests, one after another
@@ -17,6 +18,7 @@ GROUPS = [
     ["test_api", "test_broken_store", "test_conformance_local", "test_memory_tool", "test_quotas"],
     ["test_conformance_postgres"],
     ["test_conformance_redis"],
+    ["test_interrupted_calls"],
 ]
 
 
