@@ -190,10 +190,12 @@ fn limit_of(page: &PageRequest) -> i64 {
     i64::try_from(page.limit).unwrap_or(i64::MAX)
 }
 
-/// A cursor a Python store returned.
+/// A cursor a Python store returned: the core's (from the `agent_memory.provider` helpers)
+/// or the store's own token, carried opaquely for the store to judge when it comes back.
 fn reply_cursor(token: Option<String>) -> Result<Option<Cursor>> {
-    convert::cursor(token.as_deref())
-        .map_err(|_| bad_reply("the Python store returned a malformed cursor"))
+    convert::cursor(token.as_deref()).map_err(|_| {
+        bad_reply("the Python store returned a cursor that is not 1 to 512 printable ASCII bytes")
+    })
 }
 
 fn read<T>(

@@ -1,5 +1,6 @@
-"""The core's conformance suite against the in-process and SQLite stores, and against a store
-written in pure Python, each through its Python API."""
+"""The core's conformance suite against the in-process and SQLite stores, and against two stores
+written in pure Python (one on the core's cursor helpers, one with cursors of its own), each
+through its Python API."""
 
 import tempfile
 import unittest
@@ -9,6 +10,7 @@ from support import QuietSlowCallbacks
 from agent_memory.testing import ManualClock, MemoryStoreConformanceMixin
 
 from reference_store import DictStore
+from signed_cursor_store import SignedCursorStore
 
 
 class InMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
@@ -42,6 +44,14 @@ class PurePythonStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin
     async def make_store(self):
         self.clock = ManualClock()
         return DictStore(self.clock)
+
+
+class OwnCursorStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
+    """A store whose cursors are its own opaque strings: the core carries them unread."""
+
+    async def make_store(self):
+        self.clock = ManualClock()
+        return SignedCursorStore(self.clock)
 
 
 if __name__ == "__main__":
