@@ -15,10 +15,17 @@ package (one validation module, in Rust), instead of a copy of them:
 
 Each raises ``MemoryValidationError`` naming the field, with the core's message. Then run
 ``agent_memory.testing.MemoryStoreConformanceMixin`` against the store.
+
+The cursor helpers are the easy path, not a requirement: a store may return cursor strings of
+its own (1 to ``MAX_CURSOR_BYTES`` printable ASCII characters), which the package carries
+unread; it then checks ``limit`` and ``prefix`` with the page helpers and ``after=None``, and
+refuses every cursor it did not make for the same operation, scope and prefix with
+``MemoryValidationError`` naming ``cursor``.
 """
 
 from ._native import (
     MAX_CONTENT_BYTES,
+    MAX_CURSOR_BYTES,
     MAX_ID_BYTES,
     MAX_KEY_BYTES,
     MAX_METADATA_DEPTH,
@@ -40,6 +47,7 @@ from ._native import (
 
 __all__ = [
     "MAX_CONTENT_BYTES",
+    "MAX_CURSOR_BYTES",
     "MAX_ID_BYTES",
     "MAX_KEY_BYTES",
     "MAX_METADATA_DEPTH",

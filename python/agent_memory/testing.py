@@ -34,7 +34,7 @@ Optional hooks:
 Stores written in Python are called with this package's types (``MemoryScope``, epoch-second
 floats, revision and cursor strings) and must return them (``MemoryRecord``, ``MemoryPage``,
 …) and raise this package's exceptions; ``agent_memory.provider`` has the core's checks and
-cursors for them.
+cursors for them (a store may make cursor strings of its own instead, and judge them itself).
 """
 
 from __future__ import annotations

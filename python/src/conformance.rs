@@ -62,12 +62,13 @@ pub(crate) fn run_conformance_case<'py>(
         let factory = factory.clone().unbind();
         fixture = fixture.with_quotas(move |quotas| {
             // A factory that fails is a broken test setup: the case reports it.
-            let store = Python::attach(|py| {
+            let store = crate::interpreter::attach(|py| {
                 let kwargs = pyo3::types::PyDict::new(py);
                 kwargs.set_item("max_records_per_user", quotas.records())?;
                 kwargs.set_item("max_bytes_per_user", quotas.bytes())?;
                 factory.bind(py).call((), Some(&kwargs)).map(Bound::unbind)
             })
+            .expect("the interpreter is not exiting while a case runs")
             .expect("the store factory with quotas returns a store");
             std::sync::Arc::new(PyStore::with_locals(store, locals.clone()))
         });

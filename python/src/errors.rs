@@ -127,48 +127,42 @@ const FIELDS: &[&str] = &[
 ///   knows) and `limit`.
 /// - Anything else becomes `Storage` naming the provider `python`, keeping the exception
 ///   itself as the source, so [`to_py`] raises it again unchanged.
-pub(crate) fn from_py(err: PyErr) -> MemoryError {
-    Python::attach(|py| {
-        let value = err.value(py);
-        let is = |name: &'static str| {
-            class(py, name).map(|class| value.is_instance(&class).unwrap_or(false)).unwrap_or(false)
-        };
-        if is("MemoryValidationError") {
-            let field = value
-                .getattr("field")
-                .ok()
-                .and_then(|f| f.extract::<String>().ok())
-                .and_then(|f| FIELDS.iter().copied().find(|known| *known == f))
-                .unwrap_or("input");
-            let reason = value
-                .getattr("reason")
-                .ok()
-                .and_then(|r| r.extract::<String>().ok())
-                .unwrap_or_else(|| "was refused by the store".to_owned());
-            MemoryError::invalid(field, reason)
-        } else if is("MemoryConflictError") {
-            MemoryError::conflict("the store reported a revision conflict")
-        } else if is("MemoryQuotaError") {
-            let quota = value
-                .getattr("quota")
-                .ok()
-                .and_then(|q| q.extract::<String>().ok())
-                .and_then(|q| {
-                    [
-                        agent_memory::quota::MAX_RECORDS_PER_USER,
-                        agent_memory::quota::MAX_BYTES_PER_USER,
-                    ]
+pub(crate) fn from_py(py: Python<'_>, err: PyErr) -> MemoryError {
+    let value = err.value(py);
+    let is = |name: &'static str| {
+        class(py, name).map(|class| value.is_instance(&class).unwrap_or(false)).unwrap_or(false)
+    };
+    if is("MemoryValidationError") {
+        let field = value
+            .getattr("field")
+            .ok()
+            .and_then(|f| f.extract::<String>().ok())
+            .and_then(|f| FIELDS.iter().copied().find(|known| *known == f))
+            .unwrap_or("input");
+        let reason = value
+            .getattr("reason")
+            .ok()
+            .and_then(|r| r.extract::<String>().ok())
+            .unwrap_or_else(|| "was refused by the store".to_owned());
+        MemoryError::invalid(field, reason)
+    } else if is("MemoryConflictError") {
+        MemoryError::conflict("the store reported a revision conflict")
+    } else if is("MemoryQuotaError") {
+        let quota = value
+            .getattr("quota")
+            .ok()
+            .and_then(|q| q.extract::<String>().ok())
+            .and_then(|q| {
+                [agent_memory::quota::MAX_RECORDS_PER_USER, agent_memory::quota::MAX_BYTES_PER_USER]
                     .into_iter()
                     .find(|known| *known == q)
-                })
-                .unwrap_or(agent_memory::quota::MAX_RECORDS_PER_USER);
-            let limit =
-                value.getattr("limit").ok().and_then(|l| l.extract::<u64>().ok()).unwrap_or(0);
-            MemoryError::quota_exceeded(quota, limit)
-        } else {
-            MemoryError::storage_from(PYTHON_PROVIDER, "the Python store raised an exception", err)
-        }
-    })
+            })
+            .unwrap_or(agent_memory::quota::MAX_RECORDS_PER_USER);
+        let limit = value.getattr("limit").ok().and_then(|l| l.extract::<u64>().ok()).unwrap_or(0);
+        MemoryError::quota_exceeded(quota, limit)
+    } else {
+        MemoryError::storage_from(PYTHON_PROVIDER, "the Python store raised an exception", err)
+    }
 }
 
 /// The `Storage` error for a reply of a Python store that has the wrong shape.

@@ -11,6 +11,7 @@
 //! | `convert` | JSON, timestamps, revisions and cursors between Python and the core |
 //! | `types` | `MemoryScope`, `MemorySource`, `MemoryRecord`, the pages, `Fact` |
 //! | `awaitable` | running a core future: inline when it finishes on its first poll, else on tokio |
+//! | `interpreter` | attaching from tokio's threads, and never once the interpreter began to exit |
 //! | `store` | `NativeStore`: the four providers behind one class |
 //! | `pystore` | a store written in Python, seen by the core as a `MemoryStore` |
 //! | `layers` | the fact port and the scoped handle, over any store |
@@ -28,6 +29,7 @@ mod clock;
 mod conformance;
 mod convert;
 mod errors;
+mod interpreter;
 mod layers;
 mod provider;
 mod pystore;
@@ -60,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench::_bench_core, m)?)?;
     provider::register(m)?;
     m.add_function(wrap_pyfunction!(review::review_link, m)?)?;
+    interpreter::register(m)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -195,6 +195,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_METADATA_DEPTH", validation::MAX_METADATA_DEPTH)?;
     m.add("MAX_ID_BYTES", validation::MAX_ID_BYTES)?;
     m.add("MAX_PAGE_LIMIT", validation::MAX_PAGE_LIMIT)?;
+    m.add("MAX_CURSOR_BYTES", validation::MAX_CURSOR_BYTES)?;
     m.add("DEFAULT_PAGE_LIMIT", agent_memory::DEFAULT_PAGE_LIMIT)?;
     Ok(())
 }

@@ -19,15 +19,19 @@ use std::fmt;
 
 use agent_memory::provider::{CursorKind, KeyPage};
 use agent_memory::{
-    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord,
-    MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
+    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryError, MemoryPage,
+    MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result,
+    Revision, UserPage,
 };
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3_async_runtimes::TaskLocals;
+use tokio::sync::oneshot;
 
 use crate::convert;
 use crate::errors::{bad_reply, from_py};
+use crate::interpreter;
 use crate::types::{
     records_from, PyApplicationPage, PyCleanupPage, PyKeyInfoPage, PyNamespacePage, PyPage,
     PyRecord, PyScope, PySource, PyUserPage,
@@ -62,27 +66,123 @@ impl PyStore {
     }
 
     /// Calls one method and awaits what it returns.
+    ///
+    /// The method is called here (on whichever thread polls, attached through
+    /// [`interpreter::attach`]); what it returns is awaited as a task on the store's loop, whose
+    /// done callback converts the answer while it holds the GIL and sends it back. So this
+    /// side touches Python only to start the call: a loop that closes, or a task that is
+    /// dropped, ends the call with a `Storage` error without attaching again.
     async fn call<F>(&self, invoke: F) -> Result<Py<PyAny>>
     where
         F: for<'py> FnOnce(&Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>>,
     {
-        let pending = Python::attach(|py| {
-            let awaitable = invoke(self.object.bind(py))?;
-            pyo3_async_runtimes::into_future_with_locals(&self.locals, awaitable)
+        let (sender, answer) = oneshot::channel();
+        interpreter::attach(|py| {
+            let started = (|| -> PyResult<()> {
+                let awaitable = invoke(self.object.bind(py))?.unbind();
+                let start = StartTask { awaitable: Some(awaitable), sender: Some(sender) };
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "context"), self.locals.context(py))?;
+                let event_loop = self.locals.event_loop(py);
+                event_loop.call_method(
+                    intern!(py, "call_soon_threadsafe"),
+                    (start,),
+                    Some(&kwargs),
+                )?;
+                Ok(())
+            })();
+            started.map_err(|err| from_py(py, err))
         })
-        .map_err(from_py)?;
-        pending.await.map_err(from_py)
+        .unwrap_or_else(|| Err(exiting()))?;
+        answer.await.unwrap_or_else(|_dropped| {
+            Err(bad_reply(
+                "the Python store's call ended without an answer (its event loop closed)",
+            ))
+        })
+    }
+}
+
+/// The error of a call into a Python store once the interpreter is exiting.
+fn exiting() -> agent_memory::MemoryError {
+    bad_reply("the Python interpreter is exiting")
+}
+
+type Answer = Result<Py<PyAny>>;
+
+/// Runs on the store's loop: wraps the awaitable a store method returned in a task (in the
+/// context of the loop's creator), and sends its answer when the task is done.
+#[pyclass(module = "agent_memory._native")]
+struct StartTask {
+    awaitable: Option<Py<PyAny>>,
+    sender: Option<oneshot::Sender<Answer>>,
+}
+
+#[pymethods]
+impl StartTask {
+    fn __call__(&mut self, py: Python<'_>) {
+        let (Some(awaitable), Some(sender)) = (self.awaitable.take(), self.sender.take()) else {
+            return;
+        };
+        let task = py
+            .import(intern!(py, "asyncio"))
+            .and_then(|asyncio| asyncio.call_method1(intern!(py, "ensure_future"), (awaitable,)));
+        match task {
+            // Should adding the callback fail, the sender goes with it, and the call ends
+            // without an answer rather than waiting forever.
+            Ok(task) => {
+                let done = TaskDone { sender: Some(sender) };
+                let _ = task.call_method1(intern!(py, "add_done_callback"), (done,));
+            }
+            // Not awaitable: a store method that is not `async`.
+            Err(err) => {
+                let _ = sender.send(Err(from_py(py, err)));
+            }
+        }
+    }
+}
+
+/// A Python store's task is done: its result, or its exception as the core's error, goes to
+/// the Rust side (which may have stopped waiting: then the answer is dropped here).
+#[pyclass(module = "agent_memory._native")]
+struct TaskDone {
+    sender: Option<oneshot::Sender<Answer>>,
+}
+
+#[pymethods]
+impl TaskDone {
+    fn __call__(&mut self, task: &Bound<'_, PyAny>) {
+        let py = task.py();
+        if let Some(sender) = self.sender.take() {
+            let answer = task
+                .call_method0(intern!(py, "result"))
+                .map(Bound::unbind)
+                .map_err(|err| from_py(py, err));
+            let _ = sender.send(answer);
+        }
     }
 }
 
 impl PyStore {
-    /// `list_keys` for a Python store without the method: a page of its `list`, whose cursors
-    /// are translated both ways, so callers see `list_keys` cursors only.
+    /// `list_keys` for a Python store without the method: a page of its `list`. The core's
+    /// cursors are translated both ways, so callers see `list_keys` cursors only. A store that
+    /// makes cursors of its own gets its `list` tokens back to judge itself; on the way out
+    /// they carry [`OWN_KEYS_CURSOR`] in front, so a `list_keys` cursor is never a `list` one
+    /// (the store refuses it there) and a `list` cursor is refused here.
     async fn list_keys_by_list(
         &self,
         scope: &MemoryScope,
-        page: PageRequest,
+        mut page: PageRequest,
     ) -> Result<KeyInfoPage> {
+        if let Some(after) = page.after.take_if(|after| !after.is_core_format()) {
+            let own = after.as_str().strip_prefix(OWN_KEYS_CURSOR).ok_or_else(|| {
+                MemoryError::invalid("cursor", "belongs to another operation of this store")
+            })?;
+            let listed = self.list(scope, page.after(Cursor::parse(own)?)).await?;
+            return Ok(KeyInfoPage {
+                items: listed.items.into_iter().map(key_info).collect(),
+                next_cursor: listed.next_cursor.map(own_keys_cursor).transpose()?,
+            });
+        }
         let checked = page.key_page(CursorKind::Keys, scope)?;
         let as_list = KeyPage { kind: CursorKind::List, ..checked.clone() };
         let mut request = PageRequest::new(page.limit).prefix(page.prefix.clone());
@@ -90,15 +190,9 @@ impl PyStore {
             request = request.after(as_list.cursor(scope, after));
         }
         let listed = self.list(scope, request.clone()).await?;
-        let items = listed
-            .items
-            .into_iter()
-            .map(|record| {
-                let length = u64::try_from(record.content.len()).unwrap_or(u64::MAX);
-                KeyInfo::new(record.key, length)
-            })
-            .collect();
+        let items = listed.items.into_iter().map(key_info).collect();
         let next_cursor = match listed.next_cursor {
+            Some(cursor) if !cursor.is_core_format() => Some(own_keys_cursor(cursor)?),
             Some(cursor) => {
                 let position = request
                     .after(cursor)
@@ -111,6 +205,21 @@ impl PyStore {
         };
         Ok(KeyInfoPage { items, next_cursor })
     }
+}
+
+/// What marks a store's own `list` token handed out as a `list_keys` cursor.
+const OWN_KEYS_CURSOR: &str = "keys.";
+
+/// A store's own `list` token as a `list_keys` cursor.
+fn own_keys_cursor(cursor: Cursor) -> Result<Cursor> {
+    Cursor::parse(&format!("{OWN_KEYS_CURSOR}{}", cursor.as_str()))
+        .map_err(|_| bad_reply("the Python store's list returned a cursor too long to carry"))
+}
+
+/// A listed record's key and content length, for `list_keys` served by `list`.
+fn key_info(record: MemoryRecord) -> KeyInfo {
+    let length = u64::try_from(record.content.len()).unwrap_or(u64::MAX);
+    KeyInfo::new(record.key, length)
 }
 
 /// The `metadata=` argument for a write's JSON metadata.
@@ -146,10 +255,12 @@ fn limit_of(page: &PageRequest) -> i64 {
     i64::try_from(page.limit).unwrap_or(i64::MAX)
 }
 
-/// A cursor a Python store returned.
+/// A cursor a Python store returned: the core's (from the `agent_memory.provider` helpers)
+/// or the store's own token, carried opaquely for the store to judge when it comes back.
 fn reply_cursor(token: Option<String>) -> Result<Option<Cursor>> {
-    convert::cursor(token.as_deref())
-        .map_err(|_| bad_reply("the Python store returned a malformed cursor"))
+    convert::cursor(token.as_deref()).map_err(|_| {
+        bad_reply("the Python store returned a cursor that is not 1 to 512 printable ASCII bytes")
+    })
 }
 
 fn read<T>(
@@ -157,7 +268,8 @@ fn read<T>(
     extract: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
     what: &'static str,
 ) -> Result<T> {
-    Python::attach(|py| extract(reply.bind(py))).map_err(|_| bad_reply(what))
+    interpreter::attach(|py| extract(reply.bind(py)).map_err(|_| bad_reply(what)))
+        .unwrap_or_else(|| Err(exiting()))
 }
 
 #[async_trait::async_trait]

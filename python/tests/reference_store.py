@@ -100,8 +100,34 @@ class DictStore:
     ) -> MemoryPage:
         items = rows[:limit]
         more = len(rows) > limit
-        cursor = key_cursor(kind, scope, items[-1].key, prefix) if more and items else None
+        cursor = self._cursor(kind, scope, items[-1].key, prefix) if more and items else None
         return MemoryPage(items, cursor)
+
+    # -- cursors: the core's, through the helpers (a subclass may make its own) -----------
+
+    def _start(self, kind: str, over, limit: int, after: Optional[str], prefix: str = ""):
+        """Checks a page request and returns the position to continue after, or ``None``.
+
+        ``kind`` is ``list``, ``keys``, ``search`` or ``purge`` (``over`` a scope), ``namespaces``
+        (``over`` an ``(application_id, user_id)`` pair), ``users`` (an application id) or
+        ``applications`` (``None``)."""
+        if kind == "namespaces":
+            return namespace_page(*over, limit, after)
+        if kind == "users":
+            return user_page(over, limit, after)
+        if kind == "applications":
+            return application_page(limit, after)
+        return key_page(kind, over, limit, after, prefix)
+
+    def _cursor(self, kind: str, over, position: str, prefix: str = "") -> str:
+        """The cursor continuing a page of ``kind`` (as for ``_start``) after ``position``."""
+        if kind == "namespaces":
+            return namespace_cursor(*over, position)
+        if kind == "users":
+            return user_cursor(over, position)
+        if kind == "applications":
+            return application_cursor(position)
+        return key_cursor(kind, over, position, prefix)
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -166,7 +192,7 @@ class DictStore:
         return record if record is not None and self._live(record, self._now()) else None
 
     async def list(self, scope, limit=20, after=None, prefix=""):
-        start = key_page("list", scope, limit, after, prefix)
+        start = self._start("list", scope, limit, after, prefix)
         self._ensure_started()
         now = self._now()
         keys = self._keys(scope)
@@ -182,7 +208,7 @@ class DictStore:
         return self._page("list", scope, limit, rows, prefix)
 
     async def list_keys(self, scope, limit=20, after=None, prefix=""):
-        start = key_page("keys", scope, limit, after, prefix)
+        start = self._start("keys", scope, limit, after, prefix)
         self._ensure_started()
         now = self._now()
         keys = self._keys(scope)
@@ -196,12 +222,12 @@ class DictStore:
                     break
         more = len(rows) > limit
         rows = rows[:limit]
-        cursor = key_cursor("keys", scope, rows[-1].key, prefix) if more and rows else None
+        cursor = self._cursor("keys", scope, rows[-1].key, prefix) if more and rows else None
         return KeyInfoPage(rows, cursor)
 
     async def search(self, scope, query, limit=20, after=None):
         check_query(query)
-        start = key_page("search", scope, limit, after)
+        start = self._start("search", scope, limit, after)
         self._ensure_started()
         now = self._now()
         keys = self._keys(scope)
@@ -214,7 +240,7 @@ class DictStore:
             if start is not None and key <= start:
                 continue
             if inspected >= SEARCH_SCAN_BYTES:
-                return MemoryPage(rows[:limit], key_cursor("search", scope, last))
+                return MemoryPage(rows[:limit], self._cursor("search", scope, last))
             record = keys[key]
             inspected += len(record.content.encode())
             last = key
@@ -250,7 +276,7 @@ class DictStore:
         return sum(len(keys) for keys in namespaces.values())
 
     async def list_namespaces(self, application_id, user_id, limit=20, after=None):
-        start = namespace_page(application_id, user_id, limit, after)
+        start = self._start("namespaces", (application_id, user_id), limit, after)
         self._ensure_started()
         names = sorted(
             name
@@ -260,11 +286,11 @@ class DictStore:
         page = names[:limit]
         items = [MemoryScope(application_id, user_id, name or None) for name in page]
         more = len(names) > limit
-        cursor = namespace_cursor(application_id, user_id, page[-1]) if more else None
+        cursor = self._cursor("namespaces", (application_id, user_id), page[-1]) if more else None
         return NamespacePage(items, cursor)
 
     async def list_users(self, application_id, limit=20, after=None):
-        start = user_page(application_id, limit, after)
+        start = self._start("users", application_id, limit, after)
         self._ensure_started()
         ids = sorted(
             user
@@ -274,11 +300,11 @@ class DictStore:
             and (start is None or user > start)
         )
         page = ids[:limit]
-        cursor = user_cursor(application_id, page[-1]) if len(ids) > limit else None
+        cursor = self._cursor("users", application_id, page[-1]) if len(ids) > limit else None
         return UserPage(page, cursor)
 
     async def list_applications(self, limit=20, after=None):
-        start = application_page(limit, after)
+        start = self._start("applications", None, limit, after)
         self._ensure_started()
         ids = sorted(
             {
@@ -288,11 +314,11 @@ class DictStore:
             }
         )
         page = ids[:limit]
-        cursor = application_cursor(page[-1]) if len(ids) > limit else None
+        cursor = self._cursor("applications", None, page[-1]) if len(ids) > limit else None
         return ApplicationPage(page, cursor)
 
     async def purge_expired(self, scope, limit=100, after=None):
-        start = key_page("purge", scope, limit, after)
+        start = self._start("purge", scope, limit, after)
         self._ensure_started()
         now = self._now()
         keys = self._keys(scope)
@@ -304,7 +330,7 @@ class DictStore:
                 del keys[key]
                 deleted += 1
         self._prune(self._user(scope))
-        cursor = key_cursor("purge", scope, batch[-1]) if len(following) > limit else None
+        cursor = self._cursor("purge", scope, batch[-1]) if len(following) > limit else None
         return MemoryCleanupPage(deleted, cursor)
 
 

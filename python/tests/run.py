@@ -1,6 +1,7 @@
-"""Runs the package's tests: four groups of test modules in parallel processes (the server
-suites spend most of their time waiting for real expiries), then prints each group's output
-and one closing line, ``python: N passed, N failed``. Exits 1 when a test failed.
+"""Runs the package's tests: five groups of test modules in parallel processes (the server
+suites spend most of their time waiting for real expiries, the stress test on its child
+processes), then prints each group's output and one closing line, ``python: N passed,
+N failed``. Exits 1 when a test failed.
 
     python python/tests/run.py            # what scripts/test runs
     python -m unittest discover -s python/tests   # the same tests, one after another
@@ -21,6 +22,7 @@ GROUPS = [
     # The LangGraph store (with LangMem and deepagents on it) and the ADK memory service, on
     # every provider, and the examples of docs/frameworks.md.
     ["test_frameworks_langgraph", "test_frameworks_adk", "test_frameworks_docs"],
+    ["test_interrupted_calls"],
 ]
 
 

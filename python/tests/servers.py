@@ -3,7 +3,8 @@
 A URL in ``AGENT_MEMORY_TEST_POSTGRES_URL`` / ``AGENT_MEMORY_TEST_REDIS_URL`` is used as it
 is. Otherwise the servers come from the Rust testkit, through its helper binary
 ``agent-memory-test-servers`` (``AGENT_MEMORY_TEST_SERVERS`` names it; else
-``target/debug/agent-memory-test-servers``, built with cargo when missing): the same fixtures,
+``debug/agent-memory-test-servers`` in cargo's target directory, as ``cargo metadata`` names
+it, built with cargo when missing): the same fixtures,
 free loopback ports, temporary directories and watchdogs as the Rust tests. A server that
 cannot start fails the tests that need it, with the testkit's message; nothing is skipped.
 """
@@ -11,6 +12,7 @@ cannot start fails the tests that need it, with the testkit's message; nothing i
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import pathlib
 import subprocess
@@ -28,7 +30,7 @@ def _helper() -> str:
     named = os.environ.get("AGENT_MEMORY_TEST_SERVERS")
     if named:
         return named
-    path = ROOT / "target" / "debug" / "agent-memory-test-servers"
+    path = cargo_target_dir() / "debug" / "agent-memory-test-servers"
     if not path.exists():
         subprocess.run(
             ["cargo", "build", "-q", "-p", "agent-memory-testkit", "--bin", path.name],
@@ -36,6 +38,18 @@ def _helper() -> str:
             check=True,
         )
     return str(path)
+
+
+def cargo_target_dir() -> pathlib.Path:
+    """Where cargo builds: ``target/`` unless ``CARGO_TARGET_DIR`` or a cargo config moves it."""
+    metadata = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+    return pathlib.Path(json.loads(metadata)["target_directory"])
 
 
 def _stop_all() -> None:

@@ -1,5 +1,6 @@
-"""The core's conformance suite against the in-process and SQLite stores, and against a store
-written in pure Python (with and without its own ``list_keys``), each through its Python API."""
+"""The core's conformance suite against the in-process and SQLite stores, and against stores
+written in pure Python (one on the core's cursor helpers, with and without its own ``list_keys``,
+and one with cursors of its own), each through its Python API."""
 
 import tempfile
 import unittest
@@ -9,6 +10,7 @@ from support import QuietSlowCallbacks
 from agent_memory.testing import ManualClock, MemoryStoreConformanceMixin
 
 from reference_store import DictStore
+from signed_cursor_store import SignedCursorStore
 
 
 class InMemoryStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
@@ -62,6 +64,25 @@ class PurePythonStoreWithoutListKeysConformance(
     async def make_store(self):
         self.clock = ManualClock()
         return ListOnlyStore(DictStore(self.clock))
+
+
+class OwnCursorStoreWithoutListKeysConformance(
+    QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase
+):
+    """Cursors of its own and no ``list_keys``: the core serves it from ``list``, carrying the
+    store's tokens as they are."""
+
+    async def make_store(self):
+        self.clock = ManualClock()
+        return ListOnlyStore(SignedCursorStore(self.clock))
+
+
+class OwnCursorStoreConformance(QuietSlowCallbacks, MemoryStoreConformanceMixin, unittest.IsolatedAsyncioTestCase):
+    """A store whose cursors are its own opaque strings: the core carries them unread."""
+
+    async def make_store(self):
+        self.clock = ManualClock()
+        return SignedCursorStore(self.clock)
 
 
 if __name__ == "__main__":

@@ -172,6 +172,12 @@
 //! prefix) and below [`provider::KeyPage::prefix_end`], as one range scan; `list_keys` reads
 //! the same range but only each key and its content's length, from what the datastore keeps
 //! about the value, and replies with [`provider::key_info_page`].
+//! Those helpers are the easy path, not a requirement: a datastore with paging tokens of its
+//! own may put them on its pages as they are (1 to
+//! [`validation::MAX_CURSOR_BYTES`] printable ASCII bytes, through [`Cursor::parse`]); the core
+//! carries them opaquely, and the provider then refuses, as `Invalid` naming `cursor`, every
+//! token it did not make for the same operation, scope and prefix (see
+//! [Whose token it is](Cursor#whose-token-it-is)).
 //! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
 //! around the trait; a provider of your own reports none unless it emits them itself.
 //! Then run the conformance suite (feature `conformance`) against a real instance of your

@@ -430,29 +430,43 @@ impl CursorKind {
 const CURSOR_VERSION: u8 = 1;
 /// Version, kind, then an 8-byte tag of the scope.
 const CURSOR_HEADER: usize = 10;
-/// Longest token accepted: the header plus a 256-byte position, base64 encoded, with room.
-const MAX_CURSOR_CHARS: usize = 512;
 
 /// Opaque continuation token: a position (the last key or namespace returned or inspected),
 /// not a snapshot.
 ///
-/// A cursor names its operation and carries a tag of the scope it came from (and, for a
-/// prefixed `list`, of the prefix), so a cursor passed to another operation, another scope or
-/// another prefix is rejected as [`Invalid`](MemoryError::Invalid) instead of silently starting
-/// somewhere else. The tag is a
-/// checksum against mistakes, not a secret: a forged cursor can only name a position, never
-/// widen what the scope can read.
+/// The core's own cursors, which every provider of this crate makes with the helpers of
+/// [`provider`](crate::provider), name their operation and carry a tag of the scope they came
+/// from (and, for a prefixed `list`, of the prefix), so a cursor passed to another operation,
+/// another scope or another prefix is rejected as [`Invalid`](MemoryError::Invalid) instead of
+/// silently starting somewhere else. The tag is a checksum against mistakes, not a secret: a
+/// forged cursor can only name a position, never widen what the scope can read.
+///
+/// # Whose token it is
+///
+/// A `Cursor` is whatever token the provider put on a page, carried opaquely: the core asks
+/// only that it is 1 to [`MAX_CURSOR_BYTES`](crate::validation::MAX_CURSOR_BYTES) printable
+/// ASCII bytes ([`validation::cursor_token`](crate::validation::cursor_token)), and the
+/// provider that gets it back judges it. The core's page checks
+/// ([`PageRequest::key_page`] and its siblings) accept only the core's own cursors, so a
+/// provider built on them refuses every other token as `Invalid` naming `cursor`. A provider
+/// with cursors of its own (a store written in Python with its own format, say) returns them
+/// through [`Cursor::parse`] and must refuse, as `Invalid` naming `cursor`, every token it did
+/// not make for the same operation and scope (and prefix): the conformance suite checks that
+/// with the core's cursors, which are foreign to it.
 ///
 /// Callers pass cursors back as they got them; tokens that came from outside (a CLI flag, a
-/// tool argument) parse with [`Cursor::parse`] or [`str::parse`]. Providers make them with
-/// [`provider::key_cursor`](crate::provider::key_cursor) and
-/// [`provider::namespace_cursor`](crate::provider::namespace_cursor).
+/// tool argument) parse with [`Cursor::parse`] or [`str::parse`].
 ///
 /// ```
 /// use agent_memory::{Cursor, MemoryScope, PageRequest};
 ///
-/// assert!(Cursor::parse("not a cursor").is_err());
-/// assert!("not a cursor".parse::<Cursor>().is_err());
+/// assert!(Cursor::parse("not a cursor").is_err()); // spaces: no provider's token
+/// assert!("".parse::<Cursor>().is_err());
+/// // A well-shaped token the core did not make is carried, and refused by the core's checks.
+/// let theirs = Cursor::parse("v2.bGlzdA.42")?;
+/// # use agent_memory::provider::CursorKind as Kind;
+/// # let scope = MemoryScope::new("app", "user-1")?;
+/// assert!(PageRequest::default().after(theirs).key_page(Kind::List, &scope).is_err());
 ///
 /// # use agent_memory::provider::{key_cursor, CursorKind};
 /// let scope = MemoryScope::new("app", "user-1")?;
@@ -504,18 +518,37 @@ impl Cursor {
         Self(URL_SAFE_NO_PAD.encode(bytes))
     }
 
-    /// Checks the shape of a token that came from outside (a tool argument, a CLI flag).
+    /// Checks the shape of a token: one that came from outside (a tool argument, a CLI flag),
+    /// or a provider's own (see [Whose token it is](Self#whose-token-it-is)). Whether it
+    /// belongs to an operation and scope is for the provider to judge when it gets it back.
     ///
     /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) for a token no provider could have produced.
+    /// [`Invalid`](MemoryError::Invalid) naming `cursor` for a token no provider may produce:
+    /// empty, longer than [`MAX_CURSOR_BYTES`](crate::validation::MAX_CURSOR_BYTES), or with a
+    /// byte outside printable ASCII.
     pub fn parse(token: &str) -> Result<Self> {
-        decode(token)?;
+        validation::cursor_token(token)?;
         Ok(Self(token.to_owned()))
     }
 
     /// The token as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Whether this is one of the core's own cursors (of any operation and scope) rather than
+    /// a provider's own token. The conformance cases that forge or garble the core's format
+    /// ask it of a store's real cursor first; an adapter that serves one operation from
+    /// another (the Python bindings' `list_keys` from a store's `list`) asks it to know which
+    /// tokens it may translate and which belong to the provider.
+    ///
+    /// ```
+    /// use agent_memory::Cursor;
+    /// assert!(!Cursor::parse("a-token-of-my-own")?.is_core_format());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    pub fn is_core_format(&self) -> bool {
+        decode(&self.0).is_ok()
     }
 
     /// The position this cursor continues after, checked against the operation, the scope and
@@ -594,8 +627,9 @@ fn malformed() -> MemoryError {
     MemoryError::invalid("cursor", "is malformed")
 }
 
+/// The parts of one of the core's own cursors; any other token is malformed.
 fn decode(token: &str) -> Result<(u8, u64, String)> {
-    if token.is_empty() || token.len() > MAX_CURSOR_CHARS {
+    if validation::cursor_token(token).is_err() {
         return Err(malformed());
     }
     let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| malformed())?;
@@ -684,8 +718,9 @@ impl std::str::FromStr for Cursor {
 impl TryFrom<String> for Cursor {
     type Error = MemoryError;
 
+    /// As [`Cursor::parse`].
     fn try_from(token: String) -> Result<Self> {
-        decode(&token)?;
+        validation::cursor_token(&token)?;
         Ok(Self(token))
     }
 }

@@ -16,6 +16,7 @@
 //! | `limit` | 1 to [`MAX_PAGE_LIMIT`] |
 //! | search `query` | 1 to [`MAX_QUERY_BYTES`] bytes, no NUL |
 //! | revision | 1 to [`MAX_REVISION_BYTES`] printable ASCII bytes |
+//! | cursor token | 1 to [`MAX_CURSOR_BYTES`] printable ASCII bytes (the core's cursors, or a provider's own) |
 //!
 //! NUL (U+0000) is rejected everywhere because PostgreSQL cannot store it in text; rejecting it
 //! in the shared rules means no provider ever surfaces it as a storage error.
@@ -47,6 +48,9 @@ pub const MAX_ID_BYTES: usize = 128;
 pub const MAX_PAGE_LIMIT: usize = 100;
 /// Longest revision token, in bytes.
 pub const MAX_REVISION_BYTES: usize = 128;
+/// Longest cursor token, in bytes: the core's own cursors (a header and a 256-byte key,
+/// base64 encoded) fit with room, and so must a provider's own tokens.
+pub const MAX_CURSOR_BYTES: usize = 512;
 /// Longest search query, in bytes (1 KiB). A longer query says nothing a shorter one cannot,
 /// and the length bounds what one comparison costs the datastore.
 pub const MAX_QUERY_BYTES: usize = 1_024;
@@ -118,6 +122,27 @@ pub fn revision_token(token: &str) -> Result<()> {
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(MemoryError::invalid("revision", "must be printable ASCII"));
+    }
+    Ok(())
+}
+
+/// Checks the shape of a cursor token: 1 to [`MAX_CURSOR_BYTES`] printable ASCII bytes
+/// (`!` to `~`: no space, no control character). That is all the core asks of a token before
+/// the provider that made it judges it, so a provider may make its own
+/// ([`Cursor`](crate::Cursor) carries it opaquely); the core's own cursors are base64url and
+/// always pass.
+///
+/// # Errors
+/// [`MemoryError::Invalid`] naming `cursor`.
+pub fn cursor_token(token: &str) -> Result<()> {
+    if token.is_empty() || token.len() > MAX_CURSOR_BYTES {
+        return Err(MemoryError::invalid(
+            "cursor",
+            format!("must be 1 to {MAX_CURSOR_BYTES} bytes"),
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(MemoryError::invalid("cursor", "must be printable ASCII"));
     }
     Ok(())
 }

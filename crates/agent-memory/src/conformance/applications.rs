@@ -4,7 +4,7 @@
 //! Cases share the datastore with every other case, so none asserts the whole listing: each
 //! writes under its own [`Harness::extra_app`] ids and pages from just before them.
 
-use super::support::{applications_within, expect_invalid, purge_all, put};
+use super::support::{applications_after, applications_within, expect_invalid, purge_all, put};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::provider::{application_cursor, key_cursor, namespace_cursor, user_cursor, CursorKind};
@@ -45,7 +45,7 @@ pub async fn list_applications_pages_with_limit_one(h: Harness) {
     for suffix in ["c", "a", "b"] {
         put(h.store(), &scope(&h.extra_app(suffix), "u"), "k", "x").await;
     }
-    let start = PageRequest::new(1).after(application_cursor(h.app()));
+    let start = applications_after(h.store(), h.app(), 1).await;
     let first = h.store().list_applications(start).await.expect("page 1");
     assert_eq!(first.items, [h.extra_app("a")], "limit 1 returns the first application alone");
     let cursor = first.next_cursor.expect("applications remain after the first page");

@@ -50,6 +50,17 @@
 //! instances. Without a replica ([`Harness::replica`] is then the store itself) they race tasks
 //! of one instance, which is all the in-memory provider can have.
 //!
+//! # Cursors of a provider's own
+//!
+//! The cases use only the cursors the store returns, with two exceptions: cursors made with
+//! the core's helpers ([`provider::key_cursor`](crate::provider::key_cursor) and its
+//! siblings) for another operation, scope or prefix, or garbage, which every store must
+//! refuse as `Invalid` naming `cursor`; and, for a store whose real cursors are in the core's
+//! format, cursors forged or garbled in that format, which must name at most a position in
+//! their own scope. A store with cursors of its own refuses all of the core's as foreign, and
+//! `list_applications` cases read its listing from the start instead of from a cursor
+//! positioned at their own application.
+//!
 //! # Time
 //!
 //! Providers whose clock can be injected pass a [`ManualClock`] with [`Fixture::with_clock`];

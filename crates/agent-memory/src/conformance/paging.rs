@@ -1,7 +1,7 @@
 //! Paging: every record exactly once in UTF-8 byte order, honest cursors, checked limits, and
 //! cursors that only work where they came from.
 
-use super::support::{byte_sorted, expect_invalid, keys, list_all, put};
+use super::support::{byte_sorted, expect_invalid, expect_refused_everywhere, keys, list_all, put};
 use crate::conformance::Harness;
 use crate::page::{Cursor, CursorKind, PageRequest};
 use crate::provider::{key_cursor, namespace_cursor};
@@ -185,16 +185,21 @@ pub async fn foreign_cursors_are_invalid(h: Harness) {
 }
 
 /// Malformed cursors (garbage tokens, or well-formed ones naming an impossible position) are
-/// `Invalid` everywhere.
+/// `Invalid` everywhere: tokens no provider may make already when parsed, printable ones that
+/// no provider made when the store gets them.
 pub async fn malformed_cursors_are_invalid(h: Harness) {
     let scope = h.scope("user-1");
     put(h.store(), &scope, "k", "needle").await;
-    for garbage in ["", "not a cursor", "!!!!", "AAAA", &"A".repeat(10_000)] {
+    for garbage in ["", "not a cursor", "tab\there", &"A".repeat(10_000)] {
         assert!(
             Cursor::parse(garbage).is_err(),
             "Cursor::parse must reject the garbage token {:?}",
             &garbage[..garbage.len().min(20)]
         );
+    }
+    for garbage in ["!!!!", "AAAA", "x", &"A".repeat(512)] {
+        let cursor = Cursor::parse(garbage).expect("a printable token of at most 512 bytes parses");
+        expect_refused_everywhere(h.store(), &scope, &cursor, "a garbage token").await;
     }
     let impossible = [
         ("an empty key", String::new()),

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 
 use crate::error::{MemoryError, Result};
-use crate::page::{MemoryPage, PageRequest};
+use crate::page::{ApplicationPage, Cursor, MemoryPage, PageRequest};
 use crate::provider::application_cursor;
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -143,9 +143,10 @@ pub(crate) async fn users_all(
 }
 
 /// The applications whose ids extend `own` (a case's [`Harness::app`]), following
-/// `list_applications` cursors from just after `own` (through short or empty pages) until an
-/// id past them or the end. Cases share the datastore, so this never reads the whole listing
-/// for its answer: ids that start with `own` sit together in byte order, right after it.
+/// `list_applications` cursors from [`applications_after`] (through short or empty pages)
+/// until an id past them or the end. Cases share the datastore, so this never reads the whole
+/// listing for its answer when it can start at `own`: ids that start with `own` sit together
+/// in byte order, right after it.
 ///
 /// [`Harness::app`]: crate::conformance::Harness::app
 pub(crate) async fn applications_within(
@@ -154,22 +155,18 @@ pub(crate) async fn applications_within(
     limit: usize,
 ) -> Vec<String> {
     let mut all = Vec::new();
-    let mut page = PageRequest::new(limit).after(application_cursor(own));
+    let mut page = applications_after(store, own, limit).await;
+    let positioned = page.after == Some(application_cursor(own));
     for _ in 0..MAX_PAGES {
-        let result = store
-            .list_applications(page.clone())
-            .await
-            .unwrap_or_else(|e| panic!("list_applications(limit {limit}) failed: {e:?}"));
-        assert!(
-            result.items.len() <= limit,
-            "list_applications returned {} applications for limit {limit}",
-            result.items.len()
-        );
+        let result = list_applications(store, &page).await;
         for id in result.items {
-            assert!(
-                id.as_str() > own,
-                "list_applications returned {id:?}, which is not after its cursor's position"
-            );
+            if id.as_str() <= own {
+                assert!(
+                    !positioned,
+                    "list_applications returned {id:?}, which is not after its cursor's position"
+                );
+                continue;
+            }
             if !id.starts_with(own) {
                 return all;
             }
@@ -183,6 +180,50 @@ pub(crate) async fn applications_within(
     panic!(
         "list_applications still returned a cursor after {MAX_PAGES} pages: cursors must advance"
     )
+}
+
+/// A `list_applications` request of `limit` whose page holds the first ids after `own`.
+///
+/// For a store on the core's cursors (its first page's cursor says so), a cursor positioned
+/// at `own`: one call, however long the shared listing. A store with cursors of its own
+/// cannot be handed a position, so its listing is read from the start, and the request is
+/// the first one whose page holds an id after `own` (that page may also hold ids before it).
+pub(crate) async fn applications_after(
+    store: &dyn MemoryStore,
+    own: &str,
+    limit: usize,
+) -> PageRequest {
+    let mut page = PageRequest::new(limit);
+    for _ in 0..MAX_PAGES {
+        let result = list_applications(store, &page).await;
+        if result.next_cursor.as_ref().is_some_and(Cursor::is_core_format) {
+            return PageRequest::new(limit).after(application_cursor(own));
+        }
+        if result.items.iter().any(|id| id.as_str() > own) {
+            return page;
+        }
+        match result.next_cursor {
+            Some(cursor) => page = page.after(cursor),
+            None => return page,
+        }
+    }
+    panic!(
+        "list_applications still returned a cursor after {MAX_PAGES} pages: cursors must advance"
+    )
+}
+
+async fn list_applications(store: &dyn MemoryStore, page: &PageRequest) -> ApplicationPage {
+    let limit = page.limit;
+    let result = store
+        .list_applications(page.clone())
+        .await
+        .unwrap_or_else(|e| panic!("list_applications(limit {limit}) failed: {e:?}"));
+    assert!(
+        result.items.len() <= limit,
+        "list_applications returned {} applications for limit {limit}",
+        result.items.len()
+    );
+    result
 }
 
 /// Sweeps `scope` with `purge_expired` until no cursor is left; returns the total deleted and
@@ -223,6 +264,45 @@ pub(crate) fn byte_sorted<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<&'
     let mut sorted: Vec<&str> = keys.into_iter().collect();
     sorted.sort_unstable();
     sorted
+}
+
+/// Panics unless every paged operation of `scope`'s user (`list`, `search`, `purge_expired`,
+/// `list_namespaces`, `list_users`, `list_applications`) refuses `cursor` as `Invalid`
+/// naming `cursor`.
+pub(crate) async fn expect_refused_everywhere(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    cursor: &Cursor,
+    what: &str,
+) {
+    let page = || PageRequest::new(5).after(cursor.clone());
+    let (app, user) = (scope.application_id(), scope.user_id());
+    expect_invalid(store.list(scope, page()).await, "cursor", &format!("list with {what}"));
+    expect_invalid(
+        store.search(scope, "needle", page()).await,
+        "cursor",
+        &format!("search with {what}"),
+    );
+    expect_invalid(
+        store.purge_expired(scope, page()).await,
+        "cursor",
+        &format!("purge_expired with {what}"),
+    );
+    expect_invalid(
+        store.list_namespaces(app, user, page()).await,
+        "cursor",
+        &format!("list_namespaces with {what}"),
+    );
+    expect_invalid(
+        store.list_users(app, page()).await,
+        "cursor",
+        &format!("list_users with {what}"),
+    );
+    expect_invalid(
+        store.list_applications(page()).await,
+        "cursor",
+        &format!("list_applications with {what}"),
+    );
 }
 
 /// Panics unless `result` is `Invalid` naming `field`.
