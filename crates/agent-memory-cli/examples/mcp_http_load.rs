@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo build --release -p agent-memory-cli --bin agent-memory --example mcp_http_load
-//! target/release/examples/mcp_http_load [--clients 16] [--calls 2000] [--binary PATH]
+//! cargo run --release -p agent-memory-cli --example mcp_http_load -- [--clients 16] [--calls 2000] [--binary PATH]
 //! ```
 //!
 //! On one SQLite file in a temporary folder it runs `memory_get` and `memory_save`, each
