@@ -60,17 +60,8 @@ impl Limits {
             permits: Semaphore::new(concurrent),
             deadline,
         });
-        let weak = Arc::downgrade(&limits);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(FORGET_EVERY);
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    _ = ticks.tick() => {}
-                }
-                let Some(limits) = weak.upgrade() else { return };
-                limits.per_user.forget_full(Instant::now());
-            }
+        super::tidy_every(FORGET_EVERY, stop, Arc::downgrade(&limits), |limits| {
+            limits.per_user.forget_full(Instant::now());
         });
         limits
     }

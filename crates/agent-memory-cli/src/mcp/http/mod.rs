@@ -54,6 +54,28 @@ use super::handler::MemoryServer;
 use super::ToolSet;
 use crate::exit::{CliError, CliResult};
 
+/// Runs `tidy` on the value behind `weak` every `period`, until `stop` is cancelled or the
+/// value is gone: how the limiters and the review sessions forget what went idle, so their
+/// memory stays bounded by recent use.
+fn tidy_every<T: Send + Sync + 'static>(
+    period: Duration,
+    stop: CancellationToken,
+    weak: std::sync::Weak<T>,
+    tidy: impl Fn(&T) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = ticks.tick() => {}
+            }
+            let Some(value) = weak.upgrade() else { return };
+            tidy(&value);
+        }
+    });
+}
+
 /// Largest request body, in bytes (1 MiB): a tool call's content is at most 64 KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 

@@ -60,20 +60,11 @@ impl PeerLimit {
             clock: DefaultClock::default(),
             refused: Mutex::new(HashMap::new()),
         });
-        let weak = Arc::downgrade(&limit);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(FORGET_EVERY);
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    _ = ticks.tick() => {}
-                }
-                let Some(limit) = weak.upgrade() else { return };
-                limit.failures.retain_recent();
-                limit.failures.shrink_to_fit();
-                let now = Instant::now();
-                limit.refused().retain(|_, until| *until > now);
-            }
+        super::tidy_every(FORGET_EVERY, stop, Arc::downgrade(&limit), |limit| {
+            limit.failures.retain_recent();
+            limit.failures.shrink_to_fit();
+            let now = Instant::now();
+            limit.refused().retain(|_, until| *until > now);
         });
         limit
     }

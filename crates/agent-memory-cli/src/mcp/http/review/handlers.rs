@@ -449,20 +449,25 @@ fn record_form(form: &Params) -> Result<RecordForm, Response> {
     Ok(RecordForm { namespace: field("ns"), key: field("key"), revision })
 }
 
+/// What a POST about one record passes first: the session's checks, the record's form and
+/// the person's scope for its namespace.
+fn record_post(
+    review: &Review,
+    headers: &HeaderMap,
+    form: &Params,
+) -> Result<(RecordForm, MemoryScope), Response> {
+    let session = post_session(review, headers, form)?;
+    let target = record_form(form)?;
+    let scope = scope(review, &session, &target.namespace)?;
+    Ok((target, scope))
+}
+
 /// `POST /review/edit`: new content for a record, written only over the revision the form
 /// was made from; metadata and expiry stay, the source says the person edited it.
 pub async fn edit(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Response {
     let form = params(&body);
-    let session = match post_session(&review, &headers, &form) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let target = match record_form(&form) {
-        Ok(target) => target,
-        Err(response) => return response,
-    };
-    let scope = match scope(&review, &session, &target.namespace) {
-        Ok(scope) => scope,
+    let (target, scope) = match record_post(&review, &headers, &form) {
+        Ok(checked) => checked,
         Err(response) => return response,
     };
     // Browsers send textarea line breaks as CRLF.
@@ -501,16 +506,8 @@ pub async fn delete(
     body: Bytes,
 ) -> Response {
     let form = params(&body);
-    let session = match post_session(&review, &headers, &form) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let target = match record_form(&form) {
-        Ok(target) => target,
-        Err(response) => return response,
-    };
-    let scope = match scope(&review, &session, &target.namespace) {
-        Ok(scope) => scope,
+    let (target, scope) = match record_post(&review, &headers, &form) {
+        Ok(checked) => checked,
         Err(response) => return response,
     };
     match review.store.delete(&scope, &target.key, Some(&target.revision)).await {

@@ -141,18 +141,9 @@ impl Review {
             secure,
             provider: settings.provider,
         });
-        let weak = Arc::downgrade(&review);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(SWEEP_EVERY);
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    _ = ticks.tick() => {}
-                }
-                let Some(review) = weak.upgrade() else { return };
-                review.sessions.sweep();
-                review.per_session.retain_recent();
-            }
+        super::tidy_every(SWEEP_EVERY, stop, Arc::downgrade(&review), |review| {
+            review.sessions.sweep();
+            review.per_session.retain_recent();
         });
         Ok(review)
     }
