@@ -307,55 +307,124 @@ fn record_tuple<'py>(py: Python<'py>, records: Vec<MemoryRecord>) -> PyResult<Bo
     PyTuple::new(py, items)
 }
 
-/// `MemoryPage(items, next_cursor=None)`: a bounded page of records.
-#[pyclass(frozen, name = "MemoryPage", module = "agent_memory")]
-pub(crate) struct PyPage {
-    items: Py<PyTuple>,
-    next_cursor: Option<String>,
+/// Declares a page class, `Name(items, next_cursor=None)`: a tuple of items and the cursor to
+/// continue from, with the getters, `repr()` (counts only) and accessors every page has.
+/// `new` turns the constructor's iterable into the tuple; `from_core` a core page's items.
+macro_rules! page_class {
+    (
+        $(#[$meta:meta])*
+        $ty:ident: $core:ty, $name:literal counts $noun:literal;
+        items: $items_doc:literal;
+        cursor: $cursor_doc:literal;
+        new: |$py:ident, $from:ident| $new:expr;
+        from_core: |$core_py:ident, $core_items:ident| $from_core:expr;
+    ) => {
+        $(#[$meta])*
+        #[pyclass(frozen, name = $name, module = "agent_memory")]
+        pub(crate) struct $ty {
+            items: Py<PyTuple>,
+            next_cursor: Option<String>,
+        }
+
+        #[pymethods]
+        impl $ty {
+            #[new]
+            #[pyo3(signature = (items, next_cursor = None))]
+            fn new(
+                $py: Python<'_>,
+                $from: &Bound<'_, PyAny>,
+                next_cursor: Option<String>,
+            ) -> PyResult<Self> {
+                let items: Bound<'_, PyTuple> = $new;
+                Ok(Self { items: items.unbind(), next_cursor })
+            }
+
+            #[doc = $items_doc]
+            #[getter]
+            fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+                self.items.clone_ref(py)
+            }
+
+            #[doc = $cursor_doc]
+            #[getter]
+            fn next_cursor(&self) -> Option<&str> {
+                self.next_cursor.as_deref()
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> String {
+                let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
+                let count = self.items.bind(py).len();
+                format!(concat!($name, "(items=<{} ", $noun, ">, next_cursor={})"), count, more)
+            }
+        }
+
+        impl $ty {
+            pub(crate) fn from_core($core_py: Python<'_>, page: $core) -> PyResult<Self> {
+                let $core_items = page.items;
+                let items: Bound<'_, PyTuple> = $from_core;
+                Ok(Self { items: items.unbind(), next_cursor: page.next_cursor.map(String::from) })
+            }
+
+            /// The items and the cursor, as a store written in Python replied them.
+            #[allow(dead_code)]
+            pub(crate) fn parts<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> (Bound<'py, PyTuple>, Option<String>) {
+                (self.items.bind(py).clone(), self.next_cursor.clone())
+            }
+        }
+    };
 }
 
-#[pymethods]
-impl PyPage {
-    #[new]
-    #[pyo3(signature = (items, next_cursor = None))]
-    fn new(
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        next_cursor: Option<String>,
-    ) -> PyResult<Self> {
-        let records = records_from(items)?;
-        Ok(Self { items: record_tuple(py, records)?.unbind(), next_cursor })
-    }
-
-    /// The records, in ascending key order.
-    #[getter]
-    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.items.clone_ref(py)
-    }
-
-    /// Pass it as `after` for the next page; `None` only when nothing is left.
-    #[getter]
-    fn next_cursor(&self) -> Option<&str> {
-        self.next_cursor.as_deref()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
-        format!("MemoryPage(items=<{} records>, next_cursor={more})", self.items.bind(py).len())
-    }
+/// The strings of an iterable (user or application ids), as a tuple.
+fn str_tuple<'py>(py: Python<'py>, items: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    let ids =
+        items.try_iter()?.map(|item| item?.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, ids)
 }
 
-impl PyPage {
-    pub(crate) fn from_core(py: Python<'_>, page: MemoryPage) -> PyResult<Self> {
-        Ok(Self {
-            items: record_tuple(py, page.items)?.unbind(),
-            next_cursor: page.next_cursor.map(String::from),
-        })
-    }
+page_class! {
+    /// `MemoryPage(items, next_cursor=None)`: a bounded page of records.
+    PyPage: MemoryPage, "MemoryPage" counts "records";
+    items: "The records, in ascending key order.";
+    cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
+    new: |py, items| record_tuple(py, records_from(items)?)?;
+    from_core: |py, items| record_tuple(py, items)?;
+}
 
-    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
-        (self.items.bind(py).clone(), self.next_cursor.clone())
-    }
+page_class! {
+    /// `NamespacePage(items, next_cursor=None)`: one scope per namespace holding records.
+    PyNamespacePage: NamespacePage, "NamespacePage" counts "scopes";
+    items: "One scope per namespace, the default namespace (`namespace=None`) first.";
+    cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
+    new: |py, items| {
+        let scopes = items
+            .try_iter()?
+            .map(|item| Ok(item?.cast::<PyScope>()?.get().clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, scopes)?
+    };
+    from_core: |py, items| PyTuple::new(py, items.into_iter().map(PyScope::from))?;
+}
+
+page_class! {
+    /// `UserPage(items, next_cursor=None)`: the ids of an application's users holding records.
+    PyUserPage: UserPage, "UserPage" counts "users";
+    items: "The user ids, in ascending byte order.";
+    cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
+    new: |py, items| str_tuple(py, items)?;
+    from_core: |py, items| PyTuple::new(py, items)?;
+}
+
+page_class! {
+    /// `ApplicationPage(items, next_cursor=None)`: the ids of the store's applications holding
+    /// records.
+    PyApplicationPage: ApplicationPage, "ApplicationPage" counts "applications";
+    items: "The application ids, in ascending byte order.";
+    cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
+    new: |py, items| str_tuple(py, items)?;
+    from_core: |py, items| PyTuple::new(py, items)?;
 }
 
 /// `MemoryCleanupPage(deleted, next_cursor=None)`: what one `purge_expired` call removed.
@@ -389,173 +458,6 @@ impl PyCleanupPage {
 
     pub(crate) fn parts(&self) -> (u64, Option<String>) {
         (self.deleted, self.next_cursor.clone())
-    }
-}
-
-/// `NamespacePage(items, next_cursor=None)`: one scope per namespace holding records.
-#[pyclass(frozen, name = "NamespacePage", module = "agent_memory")]
-pub(crate) struct PyNamespacePage {
-    items: Py<PyTuple>,
-    next_cursor: Option<String>,
-}
-
-#[pymethods]
-impl PyNamespacePage {
-    #[new]
-    #[pyo3(signature = (items, next_cursor = None))]
-    fn new(
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        next_cursor: Option<String>,
-    ) -> PyResult<Self> {
-        let scopes = items
-            .try_iter()?
-            .map(|item| Ok(item?.cast::<PyScope>()?.get().clone()))
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(Self { items: PyTuple::new(py, scopes)?.unbind(), next_cursor })
-    }
-
-    /// One scope per namespace, the default namespace (`namespace=None`) first.
-    #[getter]
-    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.items.clone_ref(py)
-    }
-
-    /// Pass it as `after` for the next page; `None` only when nothing is left.
-    #[getter]
-    fn next_cursor(&self) -> Option<&str> {
-        self.next_cursor.as_deref()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
-        format!("NamespacePage(items=<{} scopes>, next_cursor={more})", self.items.bind(py).len())
-    }
-}
-
-impl PyNamespacePage {
-    pub(crate) fn from_core(py: Python<'_>, page: NamespacePage) -> PyResult<Self> {
-        let scopes = page.items.into_iter().map(PyScope::from).collect::<Vec<_>>();
-        Ok(Self {
-            items: PyTuple::new(py, scopes)?.unbind(),
-            next_cursor: page.next_cursor.map(String::from),
-        })
-    }
-
-    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
-        (self.items.bind(py).clone(), self.next_cursor.clone())
-    }
-}
-
-/// `UserPage(items, next_cursor=None)`: the ids of an application's users holding records.
-#[pyclass(frozen, name = "UserPage", module = "agent_memory")]
-pub(crate) struct PyUserPage {
-    items: Py<PyTuple>,
-    next_cursor: Option<String>,
-}
-
-#[pymethods]
-impl PyUserPage {
-    #[new]
-    #[pyo3(signature = (items, next_cursor = None))]
-    fn new(
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        next_cursor: Option<String>,
-    ) -> PyResult<Self> {
-        let ids = items
-            .try_iter()?
-            .map(|item| item?.extract::<String>())
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(Self { items: PyTuple::new(py, ids)?.unbind(), next_cursor })
-    }
-
-    /// The user ids, in ascending byte order.
-    #[getter]
-    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.items.clone_ref(py)
-    }
-
-    /// Pass it as `after` for the next page; `None` only when nothing is left. A page may be
-    /// short, even empty, and still have one.
-    #[getter]
-    fn next_cursor(&self) -> Option<&str> {
-        self.next_cursor.as_deref()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
-        format!("UserPage(items=<{} users>, next_cursor={more})", self.items.bind(py).len())
-    }
-}
-
-impl PyUserPage {
-    pub(crate) fn from_core(py: Python<'_>, page: UserPage) -> PyResult<Self> {
-        Ok(Self {
-            items: PyTuple::new(py, page.items)?.unbind(),
-            next_cursor: page.next_cursor.map(String::from),
-        })
-    }
-
-    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
-        (self.items.bind(py).clone(), self.next_cursor.clone())
-    }
-}
-
-/// `ApplicationPage(items, next_cursor=None)`: the ids of the store's applications holding
-/// records.
-#[pyclass(frozen, name = "ApplicationPage", module = "agent_memory")]
-pub(crate) struct PyApplicationPage {
-    items: Py<PyTuple>,
-    next_cursor: Option<String>,
-}
-
-#[pymethods]
-impl PyApplicationPage {
-    #[new]
-    #[pyo3(signature = (items, next_cursor = None))]
-    fn new(
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        next_cursor: Option<String>,
-    ) -> PyResult<Self> {
-        let ids = items
-            .try_iter()?
-            .map(|item| item?.extract::<String>())
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(Self { items: PyTuple::new(py, ids)?.unbind(), next_cursor })
-    }
-
-    /// The application ids, in ascending byte order.
-    #[getter]
-    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.items.clone_ref(py)
-    }
-
-    /// Pass it as `after` for the next page; `None` only when nothing is left. A page may be
-    /// short, even empty, and still have one.
-    #[getter]
-    fn next_cursor(&self) -> Option<&str> {
-        self.next_cursor.as_deref()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
-        let count = self.items.bind(py).len();
-        format!("ApplicationPage(items=<{count} applications>, next_cursor={more})")
-    }
-}
-
-impl PyApplicationPage {
-    pub(crate) fn from_core(py: Python<'_>, page: ApplicationPage) -> PyResult<Self> {
-        Ok(Self {
-            items: PyTuple::new(py, page.items)?.unbind(),
-            next_cursor: page.next_cursor.map(String::from),
-        })
-    }
-
-    pub(crate) fn parts<'py>(&self, py: Python<'py>) -> (Bound<'py, PyTuple>, Option<String>) {
-        (self.items.bind(py).clone(), self.next_cursor.clone())
     }
 }
 
@@ -594,61 +496,28 @@ impl PyKeyInfo {
     }
 }
 
-/// `KeyInfoPage(items, next_cursor=None)`: a page of `list_keys`, `KeyInfo` items in key order.
-#[pyclass(frozen, name = "KeyInfoPage", module = "agent_memory")]
-pub(crate) struct PyKeyInfoPage {
-    items: Py<PyTuple>,
-    next_cursor: Option<String>,
-}
-
-#[pymethods]
-impl PyKeyInfoPage {
-    #[new]
-    #[pyo3(signature = (items, next_cursor = None))]
-    fn new(
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        next_cursor: Option<String>,
-    ) -> PyResult<Self> {
+page_class! {
+    /// `KeyInfoPage(items, next_cursor=None)`: a page of `list_keys`, `KeyInfo` items in key order.
+    PyKeyInfoPage: KeyInfoPage, "KeyInfoPage" counts "keys";
+    items: "The keys with their sizes, in ascending key order.";
+    cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
+    new: |py, items| {
         let infos = items
             .try_iter()?
             .map(|item| Ok(item?.cast::<PyKeyInfo>()?.clone()))
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(Self { items: PyTuple::new(py, infos)?.unbind(), next_cursor })
-    }
-
-    /// The keys with their sizes, in ascending key order.
-    #[getter]
-    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.items.clone_ref(py)
-    }
-
-    /// Pass it as `after` for the next page; `None` only when nothing is left. A page may be
-    /// short, even empty, and still have one.
-    #[getter]
-    fn next_cursor(&self) -> Option<&str> {
-        self.next_cursor.as_deref()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let more = if self.next_cursor.is_some() { "<cursor>" } else { "None" };
-        format!("KeyInfoPage(items=<{} keys>, next_cursor={more})", self.items.bind(py).len())
-    }
-}
-
-impl PyKeyInfoPage {
-    pub(crate) fn from_core(py: Python<'_>, page: KeyInfoPage) -> PyResult<Self> {
-        let infos = page
-            .items
+        PyTuple::new(py, infos)?
+    };
+    from_core: |py, items| {
+        let infos = items
             .into_iter()
             .map(|inner| Bound::new(py, PyKeyInfo { inner }))
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(Self {
-            items: PyTuple::new(py, infos)?.unbind(),
-            next_cursor: page.next_cursor.map(String::from),
-        })
-    }
+        PyTuple::new(py, infos)?
+    };
+}
 
+impl PyKeyInfoPage {
     /// The core's page, from a Python store's reply.
     pub(crate) fn to_core(&self, py: Python<'_>) -> PyResult<(Vec<KeyInfo>, Option<String>)> {
         let items = self
