@@ -362,6 +362,9 @@ impl MemoryStore for MapStore {
     ) -> Result<NamespacePage> {
         let page = page.namespace_page(application_id, user_id)?;
         let records = self.records()?;
+        // Walk the user's records in order, collecting distinct names after the cursor, one more
+        // than the limit (so the helper knows whether a cursor is due). Simple, but it walks
+        // every record of the namespaces it passes: a database would index the names instead.
         let mut names: Vec<String> = Vec::new();
         for ((a, u, n, _), _) in records.range(user_start(application_id, user_id)..) {
             if a != application_id || u != user_id || names.len() > page.limit {

@@ -181,27 +181,15 @@
 //! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
 //! around the trait; a provider of your own reports none unless it emits them itself.
 //! Then run the conformance suite (feature `conformance`) against a real instance of your
-//! datastore:
+//! datastore.
 //!
-//! ```ignore
-//! use agent_memory::provider::{CursorKind, PageBuilder};
-//!
-//! #[async_trait::async_trait]
-//! impl MemoryStore for MyStore {
-//!     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-//!         let page = page.key_page(CursorKind::List, scope)?; // limit, prefix, cursor: checked
-//!         let (start, end) = (page.after.as_deref(), page.prefix_end()); // else from page.prefix
-//!         let rows = self.db.live_rows_in(scope, start, &page.prefix, end, page.limit + 1).await?;
-//!         PageBuilder::for_page(scope, &page).fill(rows, |row| decode(scope, &row))
-//!     }
-//!     // …
-//! }
-//!
-//! async fn my_store() -> agent_memory::conformance::Fixture {
-//!     agent_memory::conformance::Fixture::new(std::sync::Arc::new(MyStore::new(/* … */)))
-//! }
-//! agent_memory::conformance_tests!(my_store);
-//! ```
+//! A complete provider written this way, outside the crate and through public items only, is
+//! `crates/agent-memory/examples/custom_provider.rs` in the repository: an ordered-map store
+//! with every method, conditional writes, expiry by an injectable clock, bounded search and
+//! quotas, each step commented. `crates/agent-memory/tests/custom_provider.rs` includes it and
+//! runs the whole suite on it with `conformance_tests!` (run it with
+//! `cargo test -p agent-memory --features conformance --test custom_provider`); copy both to
+//! start a provider of your own.
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -12,16 +12,22 @@
 //! Write a factory that returns an unstarted store, then stamp one `#[test]` per case with
 //! [`conformance_tests!`](crate::conformance_tests):
 //!
-//! ```ignore
+//! ```
 //! use std::sync::Arc;
 //! use agent_memory::conformance::Fixture;
+//! # use agent_memory::InMemoryStore as MyStore;
 //!
 //! async fn store() -> Fixture {
-//!     Fixture::new(Arc::new(MyStore::connect(std::env::var("MY_URL").unwrap())))
+//!     Fixture::new(Arc::new(MyStore::new()))
 //! }
 //!
 //! agent_memory::conformance_tests!(store);
+//! # fn main() {}
 //! ```
+//!
+//! The repository's `crates/agent-memory/examples/custom_provider.rs` is a whole provider
+//! written outside the crate, and `crates/agent-memory/tests/custom_provider.rs` runs this
+//! suite on it with a clock and quotas: the model for a provider of your own.
 //!
 //! The harness starts the store, runs the case on a fresh multi-threaded runtime, and closes
 //! the store. The macro and [`CASE_NAMES`] expand from one list, so every provider runs the
@@ -39,7 +45,11 @@
 //! A provider meant for several application replicas on one datastore passes a second,
 //! independent instance with [`Fixture::with_replica`]:
 //!
-//! ```ignore
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use agent_memory::conformance::Fixture;
+//! # #[derive(Debug)] struct MyStore;
+//! # impl MyStore { fn connect(_: &str) -> agent_memory::InMemoryStore { Default::default() } }
 //! async fn store() -> Fixture {
 //!     let url = std::env::var("MY_URL").unwrap();
 //!     Fixture::new(Arc::new(MyStore::connect(&url))).with_replica(Arc::new(MyStore::connect(&url)))
@@ -76,7 +86,17 @@
 //! that builds another unstarted instance on the same datastore (and clock) with the given
 //! limits. A fixture without one fails those cases, naming what is missing.
 //!
-//! ```ignore
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use agent_memory::conformance::Fixture;
+//! # use agent_memory::{InMemoryStore, Quotas};
+//! # #[derive(Debug)] struct MyStore;
+//! # impl MyStore {
+//! #     fn connect(_: &str) -> InMemoryStore { Default::default() }
+//! #     fn connect_with_quotas(_: &str, quotas: Quotas) -> InMemoryStore {
+//! #         InMemoryStore::builder().quotas(quotas).build().unwrap()
+//! #     }
+//! # }
 //! async fn store() -> Fixture {
 //!     let url = std::env::var("MY_URL").unwrap();
 //!     let quota_url = url.clone();
@@ -139,7 +159,13 @@ impl Fixture {
     /// closed, then drops it: what the store lives in and must outlive it, such as the
     /// temporary directory holding its file, or a server started for this case.
     ///
-    /// ```ignore
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use agent_memory::conformance::Fixture;
+    /// # struct MyFileStore;
+    /// # impl MyFileStore {
+    /// #     fn new(_: std::path::PathBuf) -> agent_memory::InMemoryStore { Default::default() }
+    /// # }
     /// async fn store() -> Fixture {
     ///     let dir = tempfile::tempdir().unwrap();
     ///     let store = MyFileStore::new(dir.path().join("memories.db"));
@@ -430,8 +456,13 @@ pub fn case_by_name(
 /// Stamps one `#[test]` per conformance case for a store factory: a path to an
 /// `async fn() -> Fixture`.
 ///
-/// ```ignore
+/// ```
+/// # use agent_memory::conformance::Fixture;
+/// # async fn my_store() -> Fixture {
+/// #     Fixture::new(std::sync::Arc::new(agent_memory::InMemoryStore::new()))
+/// # }
 /// agent_memory::conformance_tests!(my_store);
+/// # fn main() {}
 /// ```
 ///
 /// Each test builds a fresh fixture, so cases are independent and run in parallel.
