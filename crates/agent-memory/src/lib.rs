@@ -200,6 +200,7 @@
 mod connection_url;
 mod error;
 mod facts;
+mod matching;
 mod memory;
 mod open;
 mod page;
@@ -240,6 +241,10 @@ pub mod redis;
 
 pub use error::{MemoryError, Result};
 pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
+pub use matching::{
+    Case, MatchMode, MetadataFilter, MAX_METADATA_FIELD_BYTES, MAX_METADATA_FILTER_FIELDS,
+    MAX_METADATA_VALUE_BYTES, MAX_QUERY_WORDS,
+};
 pub use memory::{InMemoryStore, InMemoryStoreBuilder};
 pub use open::{default_sqlite_path, default_store_url, open};
 pub use page::{

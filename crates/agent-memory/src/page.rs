@@ -7,6 +7,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MemoryError, Result};
+use crate::matching::{options_tag, Case, MatchMode, MetadataFilter, TextMatcher};
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 use crate::validation;
@@ -43,6 +44,27 @@ pub const DEFAULT_PAGE_LIMIT: usize = 20;
 ///
 /// `search` and `purge_expired` take no prefix: a non-empty one is
 /// [`Invalid`](MemoryError::Invalid) naming `prefix`, rather than silently ignored.
+///
+/// # Matching and filters
+///
+/// A `search` matches its query as one phrase, case-sensitively, unless the request asks
+/// for [`all_words`](Self::all_words), [`any_word`](Self::any_word) or
+/// [`ignore_case`](Self::ignore_case) (see [`MatchMode`] and [`Case`]); `list` and `search`
+/// keep only the records whose metadata passes [`metadata`](Self::metadata), when it names
+/// fields. A filtered `list` inspects a bounded number of records per call, as `search`
+/// does, so it may return fewer records than `limit`, even none, with a cursor. A cursor is
+/// bound to the mode, case and filter of the request that made it: passed with others, it is
+/// [`Invalid`](MemoryError::Invalid) naming `cursor`. Other operations take none of them.
+///
+/// ```
+/// use agent_memory::{MetadataFilter, PageRequest};
+///
+/// let page = PageRequest::new(10)
+///     .all_words()
+///     .ignore_case()
+///     .metadata(MetadataFilter::new().field("category", "preferences"));
+/// assert_eq!(page.metadata.len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
     /// How many items at most, 1 through 100.
@@ -52,12 +74,60 @@ pub struct PageRequest {
     /// `list` and `list_keys` only: only keys that start with this; empty (the default) for
     /// every key.
     pub prefix: String,
+    /// `search` only: how the query matches (the default: as one phrase).
+    pub matching: MatchMode,
+    /// `search` only: whether letter case counts (the default: it does).
+    pub case: Case,
+    /// `list` and `search` only: conditions on top-level metadata fields, all of which must
+    /// hold; empty (the default) for every record.
+    pub metadata: MetadataFilter,
 }
 
 impl PageRequest {
     /// The first page of `limit` items.
     pub fn new(limit: usize) -> Self {
-        Self { limit, after: None, prefix: String::new() }
+        Self {
+            limit,
+            after: None,
+            prefix: String::new(),
+            matching: MatchMode::Phrase,
+            case: Case::Sensitive,
+            metadata: MetadataFilter::new(),
+        }
+    }
+
+    /// The same request matching the query in `mode` (`search` only).
+    pub fn match_mode(mut self, mode: MatchMode) -> Self {
+        self.matching = mode;
+        self
+    }
+
+    /// The same request matching when every word of the query occurs (`search` only).
+    pub fn all_words(self) -> Self {
+        self.match_mode(MatchMode::AllWords)
+    }
+
+    /// The same request matching when any word of the query occurs (`search` only).
+    pub fn any_word(self) -> Self {
+        self.match_mode(MatchMode::AnyWord)
+    }
+
+    /// The same request comparing with `case` (`search` only).
+    pub fn case(mut self, case: Case) -> Self {
+        self.case = case;
+        self
+    }
+
+    /// The same request comparing after Unicode simple case folding (`search` only).
+    pub fn ignore_case(self) -> Self {
+        self.case(Case::Insensitive)
+    }
+
+    /// The same request keeping only records whose metadata passes `filter` (`list` and
+    /// `search`).
+    pub fn metadata(mut self, filter: MetadataFilter) -> Self {
+        self.metadata = filter;
+        self
     }
 
     /// The same request continuing after `cursor`.
@@ -116,14 +186,33 @@ impl PageRequest {
         if !kind.takes_prefix() && !self.prefix.is_empty() {
             return Err(MemoryError::invalid("prefix", "applies to list and list_keys only"));
         }
+        if kind != CursorKind::Search && self.matching != MatchMode::Phrase {
+            return Err(MemoryError::invalid("match", "applies to search only"));
+        }
+        if kind != CursorKind::Search && self.case != Case::Sensitive {
+            return Err(MemoryError::invalid("case", "applies to search only"));
+        }
+        if !matches!(kind, CursorKind::List | CursorKind::Search) && !self.metadata.is_empty() {
+            return Err(MemoryError::invalid("metadata", "applies to list and search only"));
+        }
+        self.metadata.check()?;
+        let options = options_tag(self.matching, self.case, &self.metadata);
         let after = match &self.after {
-            Some(cursor) => Some(cursor.position(kind, scope, &self.prefix)?),
+            Some(cursor) => Some(cursor.position(kind, scope, &self.prefix, &options)?),
             None => None,
         };
         // A position before the prefix's keys (only a forged cursor has one) starts at the
         // first of them, as no cursor does.
         let after = after.filter(|position| *position >= self.prefix);
-        Ok(KeyPage { kind, limit: self.limit, after, prefix: self.prefix.clone() })
+        Ok(KeyPage {
+            kind,
+            limit: self.limit,
+            after,
+            prefix: self.prefix.clone(),
+            matching: self.matching,
+            case: self.case,
+            metadata: self.metadata.clone(),
+        })
     }
 
     /// Checks this request for a page of one application user's namespaces: the ids, the
@@ -222,6 +311,12 @@ pub struct KeyPage {
     pub after: Option<String>,
     /// Only keys that start with this (`list` only); empty for every key.
     pub prefix: String,
+    /// How a `search` query matches ([`MatchMode::Phrase`] for every other operation).
+    pub matching: MatchMode,
+    /// Whether a `search` tells case ([`Case::Sensitive`] for every other operation).
+    pub case: Case,
+    /// What `list` and `search` keep by metadata; empty for every record.
+    pub metadata: MetadataFilter,
 }
 
 impl KeyPage {
@@ -260,7 +355,16 @@ impl KeyPage {
     /// [`PageBuilder`](crate::provider::PageBuilder) puts on a page, and what a bounded scan
     /// returns when it stops at `position`.
     pub fn cursor(&self, scope: &MemoryScope, position: &str) -> Cursor {
-        Cursor::for_scope(self.kind, scope, &self.prefix, position)
+        let options = options_tag(self.matching, self.case, &self.metadata);
+        Cursor::for_scope(self.kind, scope, &self.prefix, &options, position)
+    }
+
+    /// The matcher of a `search` query for this page's mode and case.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `query`, as [`TextMatcher::new`].
+    pub fn matcher(&self, query: &str) -> Result<TextMatcher> {
+        TextMatcher::new(query, self.matching, self.case)
     }
 }
 
@@ -487,9 +591,10 @@ impl Cursor {
         kind: CursorKind,
         scope: &MemoryScope,
         prefix: &str,
+        options: &str,
         position: &str,
     ) -> Self {
-        Self::encode(kind, scope_tag(kind, scope, prefix), position)
+        Self::encode(kind, scope_tag(kind, scope, prefix, options), position)
     }
 
     /// A [`CursorKind::Namespaces`] cursor for one application user, positioned after the
@@ -562,8 +667,9 @@ impl Cursor {
         kind: CursorKind,
         scope: &MemoryScope,
         prefix: &str,
+        options: &str,
     ) -> Result<String> {
-        let position = self.checked(kind, scope_tag(kind, scope, prefix))?;
+        let position = self.checked(kind, scope_tag(kind, scope, prefix, options))?;
         validation::key(&position).map_err(|_| malformed())?;
         Ok(position)
     }
@@ -611,7 +717,16 @@ impl Cursor {
             return Err(MemoryError::invalid("cursor", "belongs to another operation"));
         }
         if found_tag != tag && kind.takes_prefix() {
-            return Err(MemoryError::invalid("cursor", "belongs to another scope or prefix"));
+            return Err(MemoryError::invalid(
+                "cursor",
+                "belongs to another scope, prefix or metadata filter",
+            ));
+        }
+        if found_tag != tag && kind == CursorKind::Search {
+            return Err(MemoryError::invalid(
+                "cursor",
+                "belongs to another scope, match mode, case or metadata filter",
+            ));
         }
         if found_tag != tag && kind == CursorKind::Users {
             return Err(MemoryError::invalid("cursor", "belongs to another application"));
@@ -662,22 +777,28 @@ fn tag_of(parts: &[&[u8]]) -> u64 {
     hash
 }
 
-/// The tag of one operation in one scope; a `list` prefix is a fifth part, so a prefixed
-/// listing's cursors differ from every other listing's (and the unprefixed tag stays as it was
-/// before prefixes existed).
-fn scope_tag(kind: CursorKind, scope: &MemoryScope, prefix: &str) -> u64 {
+/// The tag of one operation in one scope; a `list` prefix is a fifth part and the match mode,
+/// case and metadata filter ([`options_tag`]) a sixth, so a prefixed or filtered listing's
+/// cursors differ from every other listing's (and a plain request's tag stays as it was
+/// before prefixes and filters existed).
+fn scope_tag(kind: CursorKind, scope: &MemoryScope, prefix: &str, options: &str) -> u64 {
     let namespace = match scope.namespace() {
         Some(ns) => [b"n" as &[u8], ns.as_bytes()].concat(),
         None => b"d".to_vec(),
     };
-    let parts: [&[u8]; 5] = [
+    let parts: [&[u8]; 6] = [
         &[kind.byte()],
         scope.application_id().as_bytes(),
         scope.user_id().as_bytes(),
         &namespace,
         prefix.as_bytes(),
+        options.as_bytes(),
     ];
-    let count = if prefix.is_empty() { 4 } else { 5 };
+    let count = match (prefix.is_empty(), options.is_empty()) {
+        (true, true) => 4,
+        (false, true) => 5,
+        (_, false) => 6,
+    };
     tag_of(&parts[..count])
 }
 

@@ -57,6 +57,7 @@ use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
 pub use crate::error::BoxError;
+pub use crate::matching::{fold_case, Needle, Prefilter, TextMatcher};
 pub use crate::page::{CursorKind, KeyPage, NamePage};
 pub use crate::search_scan::{
     contains as search_contains, prefilter as search_prefilter, SearchScan,
@@ -67,7 +68,7 @@ pub use crate::write::{WriteCondition, WriteParts};
 /// A cursor for the operation `kind` in `scope`, continuing after the key `position`, for a
 /// page without a `list` prefix (a prefixed page's cursors come from [`KeyPage::cursor`]).
 pub fn key_cursor(kind: CursorKind, scope: &MemoryScope, position: &str) -> Cursor {
-    Cursor::for_scope(kind, scope, "", position)
+    Cursor::for_scope(kind, scope, "", "", position)
 }
 
 /// A `list_namespaces` cursor for one application user, continuing after the namespace
@@ -97,7 +98,8 @@ pub fn application_cursor(position: &str) -> Cursor {
 pub struct PageBuilder<'a> {
     kind: CursorKind,
     scope: &'a MemoryScope,
-    prefix: &'a str,
+    /// The checked request whose prefix, mode, case and filter the cursor is bound to.
+    page: Option<&'a KeyPage>,
     limit: usize,
     items: Vec<MemoryRecord>,
 }
@@ -106,13 +108,13 @@ impl<'a> PageBuilder<'a> {
     /// An empty page of at most `limit` records for the operation `kind` in `scope`, without a
     /// `list` prefix.
     pub fn new(kind: CursorKind, scope: &'a MemoryScope, limit: usize) -> Self {
-        Self { kind, scope, prefix: "", limit, items: Vec::with_capacity(limit.min(128)) }
+        Self { kind, scope, page: None, limit, items: Vec::with_capacity(limit.min(128)) }
     }
 
     /// An empty page for the checked request `page` in `scope`: its operation, its limit, and
-    /// its prefix, which the page's cursor is bound to.
+    /// its prefix and metadata filter, which the page's cursor is bound to.
     pub fn for_page(scope: &'a MemoryScope, page: &'a KeyPage) -> Self {
-        Self { prefix: &page.prefix, ..Self::new(page.kind, scope, page.limit) }
+        Self { page: Some(page), ..Self::new(page.kind, scope, page.limit) }
     }
 
     /// True once the page holds `limit` records.
@@ -131,9 +133,10 @@ impl<'a> PageBuilder<'a> {
     /// The page; with `more` (a row followed the last one), a cursor after its last key.
     pub fn finish(self, more: bool) -> MemoryPage {
         let next_cursor = match self.items.last() {
-            Some(last) if more => {
-                Some(Cursor::for_scope(self.kind, self.scope, self.prefix, &last.key))
-            }
+            Some(last) if more => Some(match self.page {
+                Some(page) => page.cursor(self.scope, &last.key),
+                None => Cursor::for_scope(self.kind, self.scope, "", "", &last.key),
+            }),
             _ => None,
         };
         MemoryPage { items: self.items, next_cursor }
