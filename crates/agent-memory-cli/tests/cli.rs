@@ -316,7 +316,7 @@ fn search_matches_words_in_any_case_when_asked() {
     let any = ["search", "WAREHOUSE metric", "--any-word", "--ignore-case"];
     assert_eq!(found(&fx, &any), "ticket,units,warehouse");
     let all = ["search", "warehouse unit", "--any-word", "--ignore-case", "--all", "--limit", "1"];
-    assert_eq!(found(&fx, &all), "units,warehouse,weight");
+    assert_eq!(found(&fx, &all), "ticket,units,warehouse,weight");
 
     // The two word modes exclude each other, and a word mode needs a word.
     one_line_error(

@@ -321,7 +321,7 @@ async def search_options(client):
 
     paged = {"query": "warehouse unit", "match": "any_word", "ignore_case": True}
     keys, _ = await every_page("memory_search", paged)
-    check(keys == ["units", "warehouse", "weight"], f"paged word search: {keys}")
+    check(keys == ["ticket", "units", "warehouse", "weight"], f"paged word search: {keys}")
     keys, _ = await every_page("memory_list", {"metadata": {"category": "preferences"}})
     check(keys == ["units", "warehouse"], f"paged metadata list: {keys}")
     first = await client.ok("memory_search", dict(paged, limit=1))

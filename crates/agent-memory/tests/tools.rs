@@ -338,7 +338,10 @@ async fn search_matches_words_in_any_case_when_asked() {
 
     // Paging carries the options: every page repeats them, and the cursors continue.
     let all = json!({"query": "warehouse unit", "match": "any_word", "ignore_case": true});
-    assert_eq!(every_page(&memory, "memory_search", all).await, ["units", "warehouse", "weight"]);
+    assert_eq!(
+        every_page(&memory, "memory_search", all).await,
+        ["ticket", "units", "warehouse", "weight"]
+    );
 }
 
 #[tokio::test]
