@@ -118,7 +118,8 @@ pub struct PageArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
     limit: u8,
 
-    /// Continue after this cursor (printed on stderr when more records are left).
+    /// Continue after this cursor (printed on stderr when more records are left, with the
+    /// options to repeat: a cursor continues only the same selection).
     #[arg(long, value_name = "CURSOR")]
     after: Option<String>,
 
