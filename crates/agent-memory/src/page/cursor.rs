@@ -75,7 +75,7 @@ const CURSOR_HEADER: usize = 10;
 /// only that it is 1 to [`MAX_CURSOR_BYTES`](crate::validation::MAX_CURSOR_BYTES) printable
 /// ASCII bytes ([`validation::cursor_token`](crate::validation::cursor_token)), and the
 /// provider that gets it back judges it. The core's page checks
-/// ([`PageRequest::key_page`] and its siblings) accept only the core's own cursors, so a
+/// ([`PageRequest::key_page`](crate::PageRequest::key_page) and its siblings) accept only the core's own cursors, so a
 /// provider built on them refuses every other token as `Invalid` naming `cursor`. A provider
 /// with cursors of its own (a store written in Python with its own format, say) returns them
 /// through [`Cursor::parse`] and must refuse, as `Invalid` naming `cursor`, every token it did

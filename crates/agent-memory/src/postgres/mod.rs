@@ -8,6 +8,7 @@ mod pool;
 mod schema;
 mod statements;
 mod tls;
+mod url;
 
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};

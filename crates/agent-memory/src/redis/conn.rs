@@ -59,7 +59,7 @@ impl Target {
                     // No automatic retries: a retried write whose first attempt lost its reply
                     // could apply twice. Calls that provably did not run are retried by `call`.
                     .retries(0)
-                    .tcp_settings(super::config::tcp_settings())
+                    .tcp_settings(super::url::tcp_settings())
                     .connection_timeout(options.connect_timeout)
                     .response_timeout(options.response_timeout);
                 // The driver gives every node it discovers the seeds' TLS mode and these

@@ -7,6 +7,7 @@ mod durability;
 mod error;
 mod keys;
 mod scripts;
+mod url;
 
 use std::fmt;
 use std::sync::{PoisonError, RwLock};
