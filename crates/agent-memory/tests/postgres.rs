@@ -537,6 +537,42 @@ async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
 }
 
 #[tokio::test]
+async fn the_words_of_a_query_share_the_byte_budget() {
+    let table = unique("words");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_bytes(400)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    for i in 0..8 {
+        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
+        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    let (keys, phrase_calls) = drain(|after| {
+        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    let (keys, word_calls) = drain(|after| {
+        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
+        store.search(&s, "alpha beta", request)
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    // 100 bytes a record: four per call for one needle, two for two.
+    assert_eq!((phrase_calls, word_calls), (2, 4));
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
 async fn purge_expired_inspects_at_most_limit_keys_per_call() {
     let table = unique("purge");
     let store = PostgresMemoryStore::builder(&shared_url())
