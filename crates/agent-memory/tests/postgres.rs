@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::{
-    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore,
+    Cursor, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter,
+    PageRequest, PostgresMemoryStore,
 };
 use agent_memory_testkit::postgres::{shared_url, PostgresServer};
+use serde_json::json;
 use tokio_postgres::NoTls;
 
 fn pooled_store() -> PostgresMemoryStore {
@@ -395,6 +397,173 @@ async fn search_inspects_a_bounded_number_of_keys_per_call() {
     let underscore = store.search(&s, "g_h", PageRequest::new(10)).await.expect("search");
     assert!(underscore.items.is_empty());
 
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+/// Every key a paged read returns, following its cursors, and the number of calls it took.
+async fn drain<F, Fut>(mut read: F) -> (Vec<String>, usize)
+where
+    F: FnMut(Option<Cursor>) -> Fut,
+    Fut: std::future::Future<Output = agent_memory::Result<MemoryPage>>,
+{
+    let (mut keys, mut calls, mut after) = (Vec::new(), 0, None);
+    loop {
+        let page = read(after.take()).await.expect("a page");
+        calls += 1;
+        keys.extend(page.items.into_iter().map(|r| r.key));
+        match page.next_cursor {
+            Some(cursor) => after = Some(cursor),
+            None => return (keys, calls),
+        }
+    }
+}
+
+#[tokio::test]
+async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_statement() {
+    let table = unique("modes");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_limit(3)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    let records = [
+        ("a", "Prefers the Berlin WAREHOUSE", json!({"category": "preferences", "weight": 1.0})),
+        ("b", "berlin only", json!({"category": "notes", "weight": 1, "pinned": true})),
+        ("c", "\u{212A}ELVIN scale, 50%_off", json!({"category": "preferences", "n": null})),
+        ("d", "Straße ΣΑΣ", json!({"category": "preferences", "weight": 2})),
+        ("e", "a warehouse in Hamburg", json!({})),
+        ("f", "ΣΑΣ", json!({"category": "preferences", "weight": "1"})),
+    ];
+    for (key, content, metadata) in records {
+        let write = MemoryWrite::new(content).metadata(metadata);
+        store.put(&s, key, write).await.expect("put");
+    }
+    let search = |query: &'static str, request: PageRequest| {
+        let store = &store;
+        let s = &s;
+        drain(move |after| {
+            let request = request.clone().after_opt(after);
+            async move { store.search(s, query, request).await }
+        })
+    };
+    for limit in [1, 2, 100] {
+        let page = || PageRequest::new(limit);
+        let (words, _) = search("berlin warehouse", page().all_words().ignore_case()).await;
+        assert_eq!(words, ["a"], "limit {limit}");
+        let (any, _) = search("berlin warehouse", page().any_word().ignore_case()).await;
+        assert_eq!(any, ["a", "b", "e"], "limit {limit}");
+        assert_eq!(search("berlin", page()).await.0, ["b"], "phrases stay case-sensitive");
+        // The Kelvin sign folds to k; simple folding keeps ß apart from ss; every sigma
+        // matches every other; % and _ are literal under a regular expression too.
+        assert_eq!(search("kelvin", page().ignore_case()).await.0, ["c"]);
+        assert_eq!(search("STRASSE", page().ignore_case()).await.0, Vec::<String>::new());
+        assert_eq!(search("STRA\u{1E9E}E σας", page().ignore_case()).await.0, ["d"]);
+        assert_eq!(search("σας", page().ignore_case()).await.0, ["d", "f"]);
+        assert_eq!(search("0%_O", page().ignore_case()).await.0, ["c"]);
+        assert_eq!(search("0%.O", page().ignore_case()).await.0, Vec::<String>::new());
+        let preferences = MetadataFilter::new().field("category", "preferences");
+        let found = search("σας hamburg", page().any_word().ignore_case().metadata(preferences));
+        assert_eq!(found.await.0, ["d", "f"], "the filter applies to search");
+        // Numbers compare as numbers, never as strings; null is a value of its own.
+        let weight = MetadataFilter::new().field("weight", 1);
+        let (listed, _) = drain(|after| {
+            store.list(&s, PageRequest::new(limit).metadata(weight.clone()).after_opt(after))
+        })
+        .await;
+        assert_eq!(listed, ["a", "b"], "limit {limit}");
+        let null = MetadataFilter::new().field("n", serde_json::Value::Null);
+        let (listed, _) = drain(|after| {
+            store.list(&s, PageRequest::new(limit).metadata(null.clone()).after_opt(after))
+        })
+        .await;
+        assert_eq!(listed, ["c"], "limit {limit}");
+    }
+    // A cursor is bound to its request's options.
+    let first =
+        store.search(&s, "berlin", PageRequest::new(1).ignore_case()).await.expect("search");
+    let cursor = first.next_cursor.expect("more to read");
+    let err = store.search(&s, "berlin", PageRequest::new(1).after(cursor)).await.unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
+async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
+    let table = unique("filtered");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_limit(4)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    for i in 0..20 {
+        let pinned = i % 7 == 5;
+        let write = MemoryWrite::new("x").metadata(json!({"pinned": pinned}));
+        store.put(&s, &format!("n/{i:02}"), write).await.expect("put");
+    }
+    store.put(&s, "z", MemoryWrite::new("x").metadata(json!({"pinned": true}))).await.expect("put");
+    let pinned = MetadataFilter::new().field("pinned", true);
+    let request = || PageRequest::new(10).prefix("n/").metadata(pinned.clone());
+    let first = store.list(&s, request()).await.expect("list");
+    assert!(first.items.is_empty(), "n/00..n/03 hold no pinned record");
+    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
+    let (keys, calls) = drain(|after| store.list(&s, request().after_opt(after))).await;
+    assert_eq!(keys, ["n/05", "n/12", "n/19"]);
+    assert_eq!(calls, 6, "20 keys at 4 per call, then the end of the prefix");
+    // Without a filter, list keeps its one-statement page.
+    let all = store.list(&s, PageRequest::new(100)).await.expect("list");
+    assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
+    store.close().await.expect("close");
+    raw(&shared_url())
+        .await
+        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
+        .await
+        .expect("drop");
+}
+
+#[tokio::test]
+async fn the_words_of_a_query_share_the_byte_budget() {
+    let table = unique("words");
+    let store = PostgresMemoryStore::builder(&shared_url())
+        .expect("url")
+        .table(table.clone())
+        .search_scan_bytes(400)
+        .build()
+        .expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    for i in 0..8 {
+        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
+        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    let (keys, phrase_calls) = drain(|after| {
+        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    let (keys, word_calls) = drain(|after| {
+        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
+        store.search(&s, "alpha beta", request)
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    // 100 bytes a record: four per call for one needle, two for two.
+    assert_eq!((phrase_calls, word_calls), (2, 4));
     store.close().await.expect("close");
     raw(&shared_url())
         .await

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{
-    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore, Timestamp,
+    Cursor, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter,
+    PageRequest, RedisMemoryStore, Timestamp,
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
+use serde_json::json;
 
 async fn store() -> Fixture {
     let url = shared_url();
@@ -258,6 +260,137 @@ async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
     // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
     assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
     assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
+}
+
+/// Every key a paged read returns, following its cursors, and the number of calls it took.
+async fn drain<F, Fut>(mut read: F) -> (Vec<String>, usize)
+where
+    F: FnMut(Option<Cursor>) -> Fut,
+    Fut: std::future::Future<Output = agent_memory::Result<MemoryPage>>,
+{
+    let (mut keys, mut calls, mut after) = (Vec::new(), 0, None);
+    loop {
+        let page = read(after.take()).await.expect("a page");
+        calls += 1;
+        keys.extend(page.items.into_iter().map(|r| r.key));
+        match page.next_cursor {
+            Some(cursor) => after = Some(cursor),
+            None => return (keys, calls),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_script() {
+    let store =
+        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(3).build().unwrap();
+    store.start().await.unwrap();
+    let s = MemoryScope::new(app(), "user").unwrap();
+    let records = [
+        ("a", "Prefers the Berlin WAREHOUSE", json!({"category": "preferences", "weight": 1.0})),
+        ("b", "berlin only", json!({"category": "notes", "weight": 1, "pinned": true})),
+        ("c", "\u{212A}ELVIN scale, 50%_off", json!({"category": "preferences", "n": null})),
+        ("d", "Straße ΣΑΣ", json!({"category": "preferences", "weight": 2})),
+        ("e", "a warehouse in Hamburg", json!({})),
+        ("f", "ΣΑΣ", json!({"category": "preferences", "weight": "1"})),
+    ];
+    for (key, content, metadata) in records {
+        store.put(&s, key, MemoryWrite::new(content).metadata(metadata)).await.unwrap();
+    }
+    let search = |query: &'static str, request: PageRequest| {
+        let store = &store;
+        let s = &s;
+        drain(move |after| {
+            let request = request.clone().after_opt(after);
+            async move { store.search(s, query, request).await }
+        })
+    };
+    for limit in [1, 2, 100] {
+        let page = || PageRequest::new(limit);
+        let (words, _) = search("berlin warehouse", page().all_words().ignore_case()).await;
+        assert_eq!(words, ["a"], "limit {limit}");
+        let (any, _) = search("berlin warehouse", page().any_word().ignore_case()).await;
+        assert_eq!(any, ["a", "b", "e"], "limit {limit}");
+        assert_eq!(search("berlin", page()).await.0, ["b"], "phrases stay case-sensitive");
+        // The Kelvin sign folds to k (Lua looks for "elvin" only); simple folding keeps ß
+        // apart from ss; Greek has no Lua pattern, so nothing narrows, and Rust decides.
+        assert_eq!(search("kelvin", page().ignore_case()).await.0, ["c"]);
+        assert_eq!(search("STRASSE", page().ignore_case()).await.0, Vec::<String>::new());
+        assert_eq!(search("STRA\u{1E9E}E σας", page().ignore_case()).await.0, ["d"]);
+        assert_eq!(search("σας", page().ignore_case()).await.0, ["d", "f"]);
+        assert_eq!(search("0%_O", page().ignore_case()).await.0, ["c"]);
+        assert_eq!(search("0%.O", page().ignore_case()).await.0, Vec::<String>::new());
+        let preferences = MetadataFilter::new().field("category", "preferences");
+        let found = search("σας hamburg", page().any_word().ignore_case().metadata(preferences));
+        assert_eq!(found.await.0, ["d", "f"], "the filter applies to search");
+        // Numbers compare as numbers, never as strings; null is a value of its own.
+        let weight = MetadataFilter::new().field("weight", 1);
+        let (listed, _) = drain(|after| {
+            store.list(&s, PageRequest::new(limit).metadata(weight.clone()).after_opt(after))
+        })
+        .await;
+        assert_eq!(listed, ["a", "b"], "limit {limit}");
+        let null = MetadataFilter::new().field("n", serde_json::Value::Null);
+        let (listed, _) = drain(|after| {
+            store.list(&s, PageRequest::new(limit).metadata(null.clone()).after_opt(after))
+        })
+        .await;
+        assert_eq!(listed, ["c"], "limit {limit}");
+    }
+    // A cursor is bound to its request's options.
+    let first = store.search(&s, "berlin", PageRequest::new(1).ignore_case()).await.unwrap();
+    let cursor = first.next_cursor.expect("more to read");
+    let err = store.search(&s, "berlin", PageRequest::new(1).after(cursor)).await.unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
+    let store =
+        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(4).build().unwrap();
+    store.start().await.unwrap();
+    let s = MemoryScope::new(app(), "user").unwrap();
+    for i in 0..20 {
+        let write = MemoryWrite::new("x").metadata(json!({"pinned": i % 7 == 5}));
+        store.put(&s, &format!("n/{i:02}"), write).await.unwrap();
+    }
+    store.put(&s, "z", MemoryWrite::new("x").metadata(json!({"pinned": true}))).await.unwrap();
+    let pinned = MetadataFilter::new().field("pinned", true);
+    let request = || PageRequest::new(10).prefix("n/").metadata(pinned.clone());
+    let first = store.list(&s, request()).await.unwrap();
+    assert!(first.items.is_empty(), "n/00..n/03 hold no pinned record");
+    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
+    let (keys, calls) = drain(|after| store.list(&s, request().after_opt(after))).await;
+    assert_eq!(keys, ["n/05", "n/12", "n/19"]);
+    assert!(calls >= 5, "20 keys at 4 per call, took {calls}");
+    // Without a filter, list keeps its own budget and fills its page.
+    let all = store.list(&s, PageRequest::new(100)).await.unwrap();
+    assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_words_of_a_query_share_the_byte_budget() {
+    let store =
+        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(400).build().unwrap();
+    store.start().await.unwrap();
+    let s = MemoryScope::new(app(), "user").unwrap();
+    for i in 0..8 {
+        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
+        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.unwrap();
+    }
+    let (keys, phrase_calls) = drain(|after| {
+        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    let (keys, word_calls) = drain(|after| {
+        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
+        store.search(&s, "alpha beta", request)
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    // 100 bytes a record: four per call for one needle, two for two.
+    assert_eq!((phrase_calls, word_calls), (2, 4));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

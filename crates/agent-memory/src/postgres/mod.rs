@@ -34,13 +34,12 @@ use self::statements::Statements;
 pub use self::tls::SslMode;
 use self::tls::Tls;
 use crate::error::{MemoryError, Result};
+use crate::matching::Case;
 use crate::page::{
-    ApplicationPage, Cursor, CursorKind, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage,
-    NamespacePage, PageRequest, UserPage,
+    ApplicationPage, Cursor, CursorKind, KeyInfo, KeyInfoPage, KeyPage, MemoryCleanupPage,
+    MemoryPage, NamespacePage, PageRequest, UserPage,
 };
-use crate::provider::{
-    self, key_cursor, key_info_page, search_contains, search_prefilter, PageBuilder,
-};
+use crate::provider::{self, key_cursor, key_info_page, PageBuilder, TextMatcher};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
 // The trait comes from `observe`'s one instrumented impl; the docs still link to it.
@@ -113,6 +112,100 @@ impl PostgresMemoryStore {
         let pool = self.pool.read().unwrap_or_else(PoisonError::into_inner).clone();
         let pool = pool.ok_or_else(|| MemoryError::not_started(PROVIDER))?;
         Conn::get(&pool, self.options.prepared_statements).await
+    }
+
+    /// One page of a bounded scan (see [`statements::scan`]): `search` with its `matcher`, or
+    /// `list` with a metadata filter (no matcher). The statement narrows the candidates to a
+    /// superset of the matches; each one is confirmed here.
+    async fn scan(
+        &self,
+        scope: &MemoryScope,
+        page: &KeyPage,
+        matcher: Option<&TextMatcher>,
+    ) -> Result<MemoryPage> {
+        let limit = page.limit;
+        let narrowing = Narrowing::new(matcher);
+        let client = self.client().await?;
+        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+        // From after the cursor, else from the prefix ('' for none, at or before every key).
+        let start = page.after.as_deref().unwrap_or(&page.prefix);
+        let scan = limit_param(self.options.search_scan_limit);
+        // Each needle reads the content once: they share the byte budget, so a query of many
+        // words costs no more per call than a phrase.
+        let share = self.options.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
+        let bytes = limit_param(share);
+        let matches = limit_param(limit + 1);
+        let filter = page.metadata.to_json();
+        let end = page.prefix_end();
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &app,
+            &user,
+            &ns,
+            &start,
+            &narrowing.needles,
+            &scan,
+            &matches,
+            &bytes,
+            &narrowing.every,
+            &narrowing.regex,
+            &filter,
+        ];
+        let sql = match (page.after.is_some(), &end) {
+            (after, Some(end)) => {
+                params.push(end);
+                if after {
+                    &self.sql.scan_after_below
+                } else {
+                    &self.sql.scan_from_below
+                }
+            }
+            (true, None) => &self.sql.scan_after,
+            (false, None) => &self.sql.scan_from,
+        };
+        let rows = client.query(sql, &params).await?;
+        let (mut hits, mut candidates, mut last_candidate) = (Vec::new(), 0usize, None);
+        for row in &rows {
+            if !column::<bool>(row, 8)? {
+                continue;
+            }
+            candidates += 1;
+            last_candidate = Some(row);
+            // The datastore looked for the needles only; the whole query and the filter are
+            // confirmed here, in linear time.
+            if let Some(matcher) = matcher {
+                if !matcher.matches(column::<&str>(row, 1)?) {
+                    continue;
+                }
+            }
+            let found = record(scope, row)?;
+            if page.metadata.matches(&found.metadata) {
+                hits.push(found);
+            }
+        }
+        let (scanned, window_rows): (i64, i64) = match rows.first() {
+            Some(row) => (column(row, 9)?, column(row, 10)?),
+            None => (0, 0),
+        };
+        let cursor_at = |row: &tokio_postgres::Row| -> Result<Option<Cursor>> {
+            Ok(Some(page.cursor(scope, column::<&str>(row, 0)?)))
+        };
+        let next_cursor = if hits.len() > limit {
+            hits.truncate(limit);
+            hits.last().map(|last| page.cursor(scope, &last.key))
+        } else if let Some(row) = last_candidate.filter(|_| candidates > limit) {
+            // As many candidates as a page takes and one more, not all of them matches:
+            // everything up to the last candidate has been looked at.
+            cursor_at(row)?
+        } else if scanned >= scan || scanned < window_rows {
+            // A bound was reached: continue after the last key inspected.
+            match rows.last() {
+                Some(row) => cursor_at(row)?,
+                None => None,
+            }
+        } else {
+            None
+        };
+        Ok(MemoryPage { items: hits, next_cursor })
     }
 }
 
@@ -226,6 +319,9 @@ impl crate::observe::Backend for PostgresMemoryStore {
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         let page = page.key_page(CursorKind::List, scope)?;
+        if !page.metadata.is_empty() {
+            return self.scan(scope, &page, None).await;
+        }
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
         // From after the cursor, else from the prefix ('' for none, at or before every key),
@@ -279,56 +375,9 @@ impl crate::observe::Backend for PostgresMemoryStore {
         query_text: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        validation::query(query_text)?;
         let page = page.key_page(CursorKind::Search, scope)?;
-        let limit = page.limit;
-        let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let after = page.after.unwrap_or_default();
-        let scan = limit_param(self.options.search_scan_limit);
-        let bytes = limit_param(self.options.search_scan_bytes);
-        let matches = limit_param(limit + 1);
-        let needle = search_prefilter(query_text);
-        let params: [&(dyn ToSql + Sync); 8] =
-            [&app, &user, &ns, &after, &needle, &scan, &matches, &bytes];
-        let rows = client.query(&self.sql.search, &params).await?;
-        let (mut hits, mut candidates, mut last_candidate) = (Vec::new(), 0usize, None);
-        for row in &rows {
-            if !column::<bool>(row, 8)? {
-                continue;
-            }
-            candidates += 1;
-            last_candidate = Some(row);
-            // The datastore matched the query's first bytes; the whole query is confirmed
-            // here, in linear time.
-            if search_contains(column::<&str>(row, 1)?, query_text) {
-                hits.push(record(scope, row)?);
-            }
-        }
-        let (scanned, window_rows): (i64, i64) = match rows.first() {
-            Some(row) => (column(row, 9)?, column(row, 10)?),
-            None => (0, 0),
-        };
-        let cursor_at = |row: &tokio_postgres::Row| -> Result<Option<Cursor>> {
-            Ok(Some(key_cursor(CursorKind::Search, scope, column::<&str>(row, 0)?)))
-        };
-        let next_cursor = if hits.len() > limit {
-            hits.truncate(limit);
-            hits.last().map(|last| key_cursor(CursorKind::Search, scope, &last.key))
-        } else if let Some(row) = last_candidate.filter(|_| candidates > limit) {
-            // As many candidates as a page takes and one more, not all of them matches:
-            // everything up to the last candidate has been looked at.
-            cursor_at(row)?
-        } else if scanned >= scan || scanned < window_rows {
-            // A bound was reached: continue after the last key inspected.
-            match rows.last() {
-                Some(row) => cursor_at(row)?,
-                None => None,
-            }
-        } else {
-            None
-        };
-        Ok(MemoryPage { items: hits, next_cursor })
+        let matcher = page.matcher(query_text)?;
+        self.scan(scope, &page, Some(&matcher)).await
     }
 
     async fn delete(
@@ -441,5 +490,46 @@ impl crate::observe::Backend for PostgresMemoryStore {
             _ => None,
         };
         Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(0), next_cursor })
+    }
+}
+
+/// What a bounded scan's statement looks for in the content (its parameters $5, $9 and $10).
+struct Narrowing {
+    /// Literals for `strpos`, or regular expressions for `~`; none narrows nothing.
+    needles: Vec<String>,
+    /// Whether every needle must occur, or one is enough.
+    every: bool,
+    /// Whether the needles are regular expressions.
+    regex: bool,
+}
+
+impl Narrowing {
+    /// The needles of `matcher`'s prefilter, each once: literals for a case-sensitive search,
+    /// regular expressions of each character's case class for an insensitive one. Without a
+    /// matcher (`list`), nothing.
+    fn new(matcher: Option<&TextMatcher>) -> Self {
+        let Some(matcher) = matcher else {
+            return Self { needles: Vec::new(), every: true, regex: false };
+        };
+        let prefilter = matcher.prefilter();
+        let regex = matcher.case() == Case::Insensitive;
+        let mut needles: Vec<String> = Vec::with_capacity(prefilter.needles.len());
+        for needle in &prefilter.needles {
+            let needle = if regex {
+                // Every insensitive needle has classes, so this is never `None`; a needle
+                // without would only narrow less.
+                match needle.postgres_regex() {
+                    Some(regex) => regex,
+                    None if prefilter.every => continue,
+                    None => return Self { needles: Vec::new(), every: true, regex },
+                }
+            } else {
+                needle.text.clone()
+            };
+            if !needles.contains(&needle) {
+                needles.push(needle);
+            }
+        }
+        Self { needles, every: prefilter.every, regex }
     }
 }

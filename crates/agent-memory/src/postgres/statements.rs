@@ -43,7 +43,12 @@ pub(crate) struct Statements {
     pub(crate) keys_after_below: Statement,
     pub(crate) keys_from: Statement,
     pub(crate) keys_from_below: Statement,
-    pub(crate) search: Statement,
+    /// `search` and `list` with a metadata filter, by the shape of their key range; see
+    /// [`scan`].
+    pub(crate) scan_after: Statement,
+    pub(crate) scan_after_below: Statement,
+    pub(crate) scan_from: Statement,
+    pub(crate) scan_from_below: Statement,
     pub(crate) delete: Statement,
     pub(crate) delete_expected: Statement,
     pub(crate) delete_all: Statement,
@@ -67,6 +72,7 @@ const JSONB: Type = Type::JSONB;
 const TIMESTAMPTZ: Type = Type::TIMESTAMPTZ;
 const INT8: Type = Type::INT8;
 const TEXTS: Type = Type::TEXT_ARRAY;
+const BOOL: Type = Type::BOOL;
 
 /// [`PUT`] with an array for each value of a record: what a batch of unconditional or
 /// `create_only` `put`s binds.
@@ -249,43 +255,11 @@ impl Statements {
             keys_after_below: keys(&t, "key > $4 AND key < $6", LIST_BELOW),
             keys_from: keys(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
             keys_from_below: keys(&t, "key >= $4 AND key < $6", LIST_BELOW),
-            // $4 after, $5 query, $6 keys to inspect at most, $7 matches to return at most.
-            // Returns the matches among the next $6 keys, plus the last key inspected (flagged
-            // by `hit = false` when it does not match) so the caller can continue after it.
-            // The scan window (at most $6 keys), cut where its content bytes reach $8; only
-            // the rows inside the cut are matched. `octet_length` reads the stored length
-            // without detoasting, and `strpos` only looks for the query's first bytes ($5, see
-            // the provider guide, "Search"), so its cost per byte stays small; the provider
-            // confirms each candidate. Returned: candidates up to the $7th and the last row
-            // inspected, with the rows inspected and the rows in the window.
-            search: Statement::new(
-                format!(
-                    "SELECT {RECORD_COLUMNS}, hit AND hit_rank <= $7, scanned, window_rows FROM ( \
-                   SELECT b.*, \
-                     count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
-                       AS hit_rank, \
-                     row_number() OVER (ORDER BY key) AS position, \
-                     count(*) OVER () AS scanned \
-                   FROM ( \
-                     SELECT {RECORD_COLUMNS}, window_rows, \
-                       {LIVE} AND strpos(content, $5) > 0 AS hit \
-                     FROM ( \
-                       SELECT {RECORD_COLUMNS}, \
-                         sum(octet_length(content)) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
-                           - octet_length(content) AS bytes_before, \
-                         count(*) OVER () AS window_rows \
-                       FROM ( \
-                         SELECT {RECORD_COLUMNS} FROM {t} \
-                         WHERE {scope} AND key > $4 ORDER BY key LIMIT $6 \
-                       ) w \
-                     ) a WHERE bytes_before < $8 \
-                   ) b \
-                 ) x \
-                 WHERE (hit AND hit_rank <= $7) OR position = scanned \
-                 ORDER BY key"
-                ),
-                &[TEXT, TEXT, TEXT, TEXT, TEXT, INT8, INT8, INT8],
-            ),
+            // The bounded scans of `search` and of a `list` with a metadata filter; see `scan`.
+            scan_after: scan(&t, "key > $4", SCAN),
+            scan_after_below: scan(&t, "key > $4 AND key < $12", SCAN_BELOW),
+            scan_from: scan(&t, "key >= $4", SCAN),
+            scan_from_below: scan(&t, "key >= $4 AND key < $12", SCAN_BELOW),
             delete: Statement::new(
                 format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
                 &[TEXT, TEXT, TEXT, TEXT],
@@ -361,7 +335,7 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 27] {
+    pub(crate) fn all(&self) -> [&Statement; 30] {
         [
             &self.put_always,
             &self.put_create_only,
@@ -375,7 +349,10 @@ impl Statements {
             &self.keys_after_below,
             &self.keys_from,
             &self.keys_from_below,
-            &self.search,
+            &self.scan_after,
+            &self.scan_after_below,
+            &self.scan_from,
+            &self.scan_from_below,
             &self.delete,
             &self.delete_expected,
             &self.delete_all,
@@ -474,6 +451,69 @@ fn keys(t: &str, range: &str, types: &'static [Type]) -> Statement {
             "SELECT key, octet_length(content)::bigint FROM {t} \
              WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} AND {LIVE} \
              ORDER BY key LIMIT $5"
+        ),
+        types,
+    )
+}
+
+/// The parameters of a bounded scan; see [`scan`].
+const SCAN: &[Type] = &[TEXT, TEXT, TEXT, TEXT, TEXTS, INT8, INT8, INT8, BOOL, BOOL, JSONB];
+
+/// The parameters of a bounded scan with an upper end.
+const SCAN_BELOW: &[Type] =
+    &[TEXT, TEXT, TEXT, TEXT, TEXTS, INT8, INT8, INT8, BOOL, BOOL, JSONB, TEXT];
+
+/// A bounded scan over one shape of key range, `range` ($4 the start, `>` after a cursor, `>=`
+/// from a `list` prefix; $12 the prefix's end when it has one): `search`, and `list` with a
+/// metadata filter.
+///
+/// It reads at most $6 keys in key order, cut where the bytes read reach $8: each row's
+/// content, plus its stored metadata when there is a filter (`octet_length` and
+/// `pg_column_size` read stored lengths without detoasting). Only the rows inside the cut are
+/// looked at. A row is a candidate (`hit`) when it is live, its metadata contains the filter
+/// $11 (`@>`: `'{}'` for none, which every object contains; numbers compare as numbers) and
+/// its content holds the needles $5: every one ($9) or one of them, each a regular expression
+/// (`~`, $10, for a case-insensitive search) or a literal (`strpos`); an empty `$5` with $9
+/// narrows nothing. The needles are at most 16 characters each (see the provider guide,
+/// "Search"), so their cost per byte stays small; the provider confirms each candidate.
+///
+/// Returned: the candidates up to the $7th and the last row inspected (its `hit` column
+/// false when it is not one of them), each with the rows inspected and the rows in the window.
+fn scan(t: &str, range: &str, types: &'static [Type]) -> Statement {
+    let filtered = "$11 <> '{}'::jsonb";
+    let narrowed = "CASE \
+         WHEN $10 AND $9 THEN content ~ ALL ($5) \
+         WHEN $10 THEN content ~ ANY ($5) \
+         WHEN $9 THEN NOT EXISTS (SELECT FROM unnest($5) n WHERE strpos(content, n) = 0) \
+         ELSE EXISTS (SELECT FROM unnest($5) n WHERE strpos(content, n) > 0) END";
+    Statement::new(
+        format!(
+            "SELECT {RECORD_COLUMNS}, hit AND hit_rank <= $7, scanned, window_rows FROM ( \
+               SELECT b.*, \
+                 count(*) FILTER (WHERE hit) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) \
+                   AS hit_rank, \
+                 row_number() OVER (ORDER BY key) AS position, \
+                 count(*) OVER () AS scanned \
+               FROM ( \
+                 SELECT {RECORD_COLUMNS}, window_rows, \
+                   {LIVE} AND metadata @> $11 AND {narrowed} AS hit \
+                 FROM ( \
+                   SELECT {RECORD_COLUMNS}, \
+                     sum(read_bytes) OVER (ORDER BY key ROWS UNBOUNDED PRECEDING) - read_bytes \
+                       AS bytes_before, \
+                     count(*) OVER () AS window_rows \
+                   FROM ( \
+                     SELECT {RECORD_COLUMNS}, octet_length(content) \
+                       + CASE WHEN {filtered} THEN pg_column_size(metadata) ELSE 0 END AS read_bytes \
+                     FROM {t} \
+                     WHERE app = $1 AND user_id = $2 AND namespace = $3 AND {range} \
+                     ORDER BY key LIMIT $6 \
+                   ) w \
+                 ) a WHERE bytes_before < $8 \
+               ) b \
+             ) x \
+             WHERE (hit AND hit_rank <= $7) OR position = scanned \
+             ORDER BY key"
         ),
         types,
     )

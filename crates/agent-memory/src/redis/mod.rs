@@ -6,6 +6,7 @@ mod conn;
 mod durability;
 mod error;
 mod keys;
+mod narrowing;
 mod scripts;
 mod url;
 
@@ -29,13 +30,14 @@ use self::keys::{
     floor_key, hex, namespaces_key, unhex, usage_key, user_prefix, users_key, ScopeKeys,
     APPLICATIONS_KEY,
 };
+use self::narrowing::Narrowing;
 use self::scripts::SCRIPTS;
 use crate::error::{MemoryError, Result};
 use crate::page::{
-    ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamePage,
-    NamespacePage, PageRequest, UserPage,
+    ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, KeyPage, MemoryCleanupPage, MemoryPage,
+    NamePage, NamespacePage, PageRequest, UserPage,
 };
-use crate::provider::{self, key_cursor, key_info_page, search_contains, search_prefilter};
+use crate::provider::{self, key_cursor, key_info_page, TextMatcher};
 use crate::quota::{MAX_BYTES_PER_USER, MAX_RECORDS_PER_USER};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -123,42 +125,49 @@ impl RedisMemoryStore {
         self.connection()?.call(call).await
     }
 
-    /// One page of `list` (an empty `query`) or `search`.
+    /// One page of `search` (with the `matcher` of its `query`) or `list` (none). A search, or
+    /// a list with a metadata filter, is bounded by the search budgets and narrowed in the
+    /// script, and each record it returns is confirmed here; a list without a filter only
+    /// skips expired records, within the list budget.
     async fn page(
         &self,
-        kind: CursorKind,
         scope: &MemoryScope,
+        page: &KeyPage,
+        matcher: Option<&TextMatcher>,
         query: &str,
-        page: PageRequest,
     ) -> Result<MemoryPage> {
-        let page = page.key_page(kind, scope)?;
         let limit = page.limit;
-        let (start, end) = page_bounds(&page);
+        let (start, end) = page_bounds(page);
         let keys = ScopeKeys::new(scope);
-        let budget = if kind == CursorKind::Search {
-            self.options.search_scan_limit
+        let narrowing = Narrowing::new(matcher, query);
+        let filter = &page.metadata;
+        let (budget, byte_budget) = if matcher.is_some() || !filter.is_empty() {
+            // Each needle reads the content once: they share the byte budget, so a query of
+            // many words holds the server no longer than a phrase.
+            let share = self.options.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
+            (self.options.search_scan_limit, share.to_string())
         } else {
-            self.options.list_scan_limit
+            (self.options.list_scan_limit, String::new())
         };
-        // Search sends only the query's first bytes, which `string.find` matches at a small
-        // cost per byte; a longer query is confirmed here, with the linear matcher.
-        let needle = if query.is_empty() { query } else { search_prefilter(query) };
-        let exact = needle.len() == query.len();
-        let byte_budget = if query.is_empty() {
-            String::new()
-        } else {
-            self.options.search_scan_bytes.to_string()
-        };
+        // Lua compares numbers as doubles: a filter with one is only a superset.
+        let exact = narrowing.exact && filter.iter().all(|(_, value)| !value.is_number());
+        let filter_json =
+            if filter.is_empty() { String::new() } else { filter.to_json().to_string() };
         let mut call = Call::new(&SCRIPTS.page, 1);
         call.arg(keys.index())
             .arg(keys.record_prefix())
             .arg(start)
             .arg(limit)
             .arg(budget)
-            .arg(needle)
             .arg(end)
             .arg(byte_budget)
-            .arg(if exact { "1" } else { "0" });
+            .arg(if exact { "1" } else { "0" })
+            .arg(narrowing.mode)
+            .arg(if narrowing.lowered { "1" } else { "0" })
+            .arg(filter_json);
+        for needle in &narrowing.needles {
+            call.arg(needle);
+        }
         let Value::Array(items) = self.eval(&call).await? else {
             return Err(unexpected_reply());
         };
@@ -169,7 +178,10 @@ impl RedisMemoryStore {
             let key = text(key)?;
             let stored = items.next().ok_or_else(unexpected_reply)?;
             let record = decode_record(scope, key, stored)?;
-            if exact || search_contains(&record.content, query) {
+            // The script looked for the needles only; the whole query and the filter are
+            // confirmed here, in linear time.
+            let holds_text = matcher.is_none_or(|matcher| matcher.matches(&record.content));
+            if holds_text && filter.matches(&record.metadata) {
                 records.push(record);
             }
         }
@@ -400,7 +412,8 @@ impl crate::observe::Backend for RedisMemoryStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        self.page(CursorKind::List, scope, "", page).await
+        let page = page.key_page(CursorKind::List, scope)?;
+        self.page(scope, &page, None, "").await
     }
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
@@ -441,8 +454,9 @@ impl crate::observe::Backend for RedisMemoryStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        validation::query(query)?;
-        self.page(CursorKind::Search, scope, query, page).await
+        let page = page.key_page(CursorKind::Search, scope)?;
+        let matcher = page.matcher(query)?;
+        self.page(scope, &page, Some(&matcher), query).await
     }
 
     async fn delete(
