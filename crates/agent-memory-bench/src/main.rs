@@ -39,7 +39,7 @@ struct Cli {
     #[arg(long, value_delimiter = ',')]
     ops: Vec<String>,
 
-    /// Skip our two extra phases (put_cas, search).
+    /// Skip our extra phases (put_cas, search, search_words, list_meta).
     #[arg(long)]
     no_extra: bool,
 
