@@ -18,11 +18,16 @@ another user at ``user_at`` is refused before any I/O (a batch is checked whole 
 listings never see another user; ``for_user(user_id)`` makes such a view of an adapter. Without it (trusted code), a search or listing whose prefix
 stops before the user position walks the application's users, in byte order.
 
-**Search.** ``query`` is a literal, case-sensitive match against the value's string fields
-(every string in the value, at any depth); there are no embeddings, so ``index=`` is refused
-at construction and ``SearchItem.score`` is ``None``. ``filter`` matches value fields exactly
-or with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers as numbers, strings
-as strings, a number never equals a string). Results come in order: users in byte order, then
+**Search.** ``query`` matches an item when every word of it (split on Unicode white space)
+occurs in the value's string fields (every string in the value, at any depth; the words may be
+in different fields), ignoring case by Unicode simple case folding: literal words, no
+stemming, no similarity. A query of only white space restricts nothing, like an empty one.
+There are no embeddings, so ``index=`` is refused at construction and ``SearchItem.score`` is
+``None``. ``filter`` matches value fields exactly or with ``$eq``, ``$ne``, ``$gt``, ``$gte``,
+``$lt``, ``$lte`` (numbers as numbers, strings as strings, a number never equals a string).
+The value is the record's content, not its metadata, so ``filter`` is checked here on each
+candidate rather than as the core's metadata filter (which only sees metadata); the query
+narrows the candidates in the datastore first. Results come in order: users in byte order, then
 namespaces by their labels, then keys, paged with ``limit`` / ``offset``. No call reads more
 than ``max_scan`` records (or namespaces) to answer; past it, ``ScanLimitError`` says what to
 narrow, never a short answer.
@@ -47,6 +52,7 @@ import asyncio
 import concurrent.futures
 import json
 import math
+import re
 import threading
 import time
 import weakref
@@ -89,7 +95,15 @@ from langgraph.store.base import (
 )
 
 from ._errors import MemoryConflictError, MemoryValidationError
-from ._native import MAX_CONTENT_BYTES, MAX_PAGE_LIMIT, MemoryRecord, MemoryScope
+from ._native import (
+    MAX_CONTENT_BYTES,
+    MAX_PAGE_LIMIT,
+    MAX_QUERY_WORDS,
+    MemoryRecord,
+    MemoryScope,
+    fold_case,
+    search_words,
+)
 from ._protocol import MemoryStore
 from ._scan import DEFAULT_MAX_SCAN, ScanLimitError
 
@@ -101,9 +115,11 @@ __all__ = [
     "ScanLimitError",
 ]
 
-# How the adapter matches ``query`` today: a literal substring of a string field. When the
-# core's search modes land, this is the one place to change (case-insensitive, all words).
-QUERY_MODE = "literal"
+# How the adapter matches ``query``: every word, ignoring case, in the value's string fields.
+# The core's search with these options narrows the candidates (see ``_records``), and
+# ``_text_matches`` confirms each against the string fields alone.
+QUERY_MATCH = "all_words"
+QUERY_IGNORE_CASE = True
 
 _T = TypeVar("_T")
 _PAGE = MAX_PAGE_LIMIT
@@ -706,7 +722,7 @@ class AgentMemoryStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> List[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        query = op.query or None
+        query = _query_words(op.query) if op.query else None
         wanted = op.offset + op.limit
         if op.limit == 0:
             return []
@@ -718,7 +734,7 @@ class AgentMemoryStore(BaseStore):
             records = self._records(scope, query, budget, lambda: wanted - len(matched), exact)
             async for record in records:
                 value = json.loads(record.content)
-                if query is not None and not _text_matches(value, query):
+                if query and not _text_matches(value, query):
                     continue
                 if op.filter and not _filter_matches(value, op.filter):
                     continue
@@ -747,21 +763,31 @@ class AgentMemoryStore(BaseStore):
     async def _records(
         self,
         scope: MemoryScope,
-        query: Optional[str],
+        query: Optional[List[str]],
         budget: "_Budget",
         missing: Callable[[], int],
         exact: bool,
     ) -> "AsyncIterator[MemoryRecord]":
         """The live records of one namespace in key order: every one without a query, else
-        the core's literal candidates (the query as it reads inside the JSON text). With
-        ``exact``, each page asks for no more than the ``missing()`` results."""
+        the core's candidates: the records whose JSON text holds every word, as it reads
+        there, ignoring case (the first ``MAX_QUERY_WORDS`` words of a longer query, still a
+        superset). With ``exact``, each page asks for no more than the ``missing()``
+        results."""
+        text = " ".join(_json_text(word) for word in query[:MAX_QUERY_WORDS]) if query else None
         after: Optional[str] = None
         while True:
             limit = max(1, min(_PAGE, missing())) if exact else _PAGE
-            if query is None:
+            if text is None:
                 page = await self._store.list(scope, limit, after)
             else:
-                page = await self._store.search(scope, _json_text(query), limit, after)
+                page = await self._store.search(
+                    scope,
+                    text,
+                    limit,
+                    after,
+                    match=QUERY_MATCH,
+                    ignore_case=QUERY_IGNORE_CASE,
+                )
             for record in page.items:
                 budget.spend("records")
                 yield record
@@ -885,10 +911,27 @@ def _datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
-def _json_text(query: str) -> str:
-    """``query`` as it reads inside compact JSON text: JSON escapes character by character,
-    so a string field containing the query holds this text in the record's content."""
-    return json.dumps(query, ensure_ascii=False)[1:-1]
+def _json_text(word: str) -> str:
+    """``word`` as it reads inside compact JSON text: JSON escapes character by character
+    (and folding never makes or unmakes an escape), so a string field containing the word
+    holds this text in the record's content, in either case."""
+    return json.dumps(word, ensure_ascii=False)[1:-1]
+
+
+# Unicode's White_Space characters: where the core splits a query into words (Rust's
+# ``char::is_whitespace``; Python's ``str.split()`` also splits at U+001C to U+001F).
+_WHITE_SPACE = re.compile(
+    "[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
+
+
+def _query_words(query: str) -> List[str]:
+    """The distinct words of a query, folded, split as the core splits them (a query of any
+    number of words: past ``MAX_QUERY_WORDS``, the datastore narrows by the first ones and
+    ``_text_matches`` checks them all); ``[]`` for a query of only white space, which then
+    restricts nothing. The query is checked as the core checks a phrase."""
+    (folded,) = search_words(query, ignore_case=QUERY_IGNORE_CASE)
+    return list(dict.fromkeys(word for word in _WHITE_SPACE.split(folded) if word))
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -902,9 +945,10 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _text_matches(value: Any, query: str) -> bool:
-    """Whether a string field of the value contains ``query`` (``QUERY_MODE``)."""
-    return any(query in text for text in _strings(value))
+def _text_matches(value: Any, words: List[str]) -> bool:
+    """Whether every (folded) word occurs in a string field of the value, folded alike."""
+    texts = [fold_case(text) for text in _strings(value)]
+    return all(any(word in text for text in texts) for word in words)
 
 
 def _condition_matches(condition: MatchCondition, namespace: Tuple[str, ...]) -> bool:

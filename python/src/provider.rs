@@ -254,6 +254,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PAGE_LIMIT", validation::MAX_PAGE_LIMIT)?;
     m.add("MAX_CURSOR_BYTES", validation::MAX_CURSOR_BYTES)?;
     m.add("DEFAULT_PAGE_LIMIT", agent_memory::DEFAULT_PAGE_LIMIT)?;
+    m.add("MAX_QUERY_BYTES", validation::MAX_QUERY_BYTES)?;
     m.add("MAX_QUERY_WORDS", agent_memory::MAX_QUERY_WORDS)?;
     m.add("MAX_METADATA_FILTER_FIELDS", agent_memory::MAX_METADATA_FILTER_FIELDS)?;
     Ok(())

@@ -134,17 +134,38 @@ class Cases(QuietSlowCallbacks):
             AgentMemoryStore(self.store, application_id=self.app, user_at=1, index={"dims": 3})
         self.assertIn("no embeddings", str(refused.exception))
 
-    async def test_query_is_literal_over_string_fields(self):
+    async def test_query_matches_every_word_ignoring_case_over_string_fields(self):
         await self.lg.aput(("notes", "u1"), "tea", {"content": "Likes \"green\" tea", "n": 1})
         await self.lg.aput(("notes", "u1"), "deep", {"tags": [{"name": "green tea"}]})
         await self.lg.aput(("notes", "u1"), "coffee", {"content": "Drinks coffee"})
+        await self.lg.aput(("notes", "u1"), "split", {"city": "Berlin", "site": "Warehouse"})
+        await self.lg.aput(("notes", "u1"), "street", {"content": "Stra\u00dfe"})
         keys = lambda items: [item.key for item in items]  # noqa: E731
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="tea")), ["deep", "tea"])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query='"green"')), ["tea"])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="content")), [])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="Tea")), [])
+        search = lambda query: self.lg.asearch(("notes",), query=query)  # noqa: E731
+        self.assertEqual(keys(await search("tea")), ["deep", "tea"])
+        self.assertEqual(keys(await search("Tea")), ["deep", "tea"])
+        self.assertEqual(keys(await search("TEA green")), ["deep", "tea"])
+        self.assertEqual(keys(await search('"green"')), ["tea"])
+        self.assertEqual(keys(await search("green coffee")), [])
+        # Words may sit in different fields, never in a field's name.
+        self.assertEqual(keys(await search("warehouse berlin")), ["split"])
+        self.assertEqual(keys(await search("content")), [])
+        self.assertEqual(keys(await search("city Berlin")), [])
+        # Simple case folding: \u00df is not "ss".
+        self.assertEqual(keys(await search("STRASSE")), [])
+        self.assertEqual(keys(await search("stra\u00dfe")), ["street"])
+        # Only white space restricts nothing, like no query.
+        self.assertEqual(len(await search(" \t ")), 5)
         found = await self.lg.asearch(("notes", "u1"), query="coffee")
         self.assertIsNone(found[0].score)
+
+    async def test_a_long_query_matches_every_word(self):
+        words = [f"word{i}" for i in range(24)]
+        await self.lg.aput(("notes", "u1"), "all", {"text": " ".join(words)})
+        await self.lg.aput(("notes", "u1"), "most", {"text": " ".join(words[:-1])})
+        keys = lambda items: [item.key for item in items]  # noqa: E731
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(reversed(words)))), ["all"])
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(words[:20]).upper())), ["all", "most"])
 
     async def test_filters_compare_numbers_as_numbers(self):
         for key, n in [("a", 9), ("b", 10), ("c", "10"), ("d", 100), ("e", 2.5)]:
