@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_memory::provider::{
-    application_page, key_cursor, key_info_page, namespace_page, search_contains, user_page,
-    CursorKind, KeyPage, PageBuilder, SearchScan, WriteCondition, DEFAULT_SEARCH_SCAN_BYTES,
+    application_page, key_cursor, key_info_page, namespace_page, user_page, CursorKind, KeyPage,
+    PageBuilder, SearchScan, WriteCondition, DEFAULT_SEARCH_SCAN_BYTES,
 };
 use agent_memory::quota::{self, Usage, UsageChange};
 use agent_memory::{
@@ -114,6 +114,41 @@ impl MapStore {
             next_revision: AtomicU64::new(1),
             records: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// One bounded scan of `page`'s keys: `search`, and `list` with a metadata filter. The
+    /// scan is bounded in keys and bytes, so one call never reads a whole large scope; when
+    /// the budget runs out the reply carries a cursor after the last key inspected and the
+    /// caller continues from there.
+    fn scan(
+        &self,
+        scope: &MemoryScope,
+        page: &KeyPage,
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Result<MemoryPage> {
+        let now = self.clock.now();
+        let records = self.records()?;
+        let mut scan = SearchScan::new(SEARCH_SCAN_LIMIT, DEFAULT_SEARCH_SCAN_BYTES);
+        let mut items: Vec<MemoryRecord> = Vec::new();
+        let mut last_inspected: Option<&str> = None;
+        for (key, stored) in in_page(&records, scope, page) {
+            if !scan.has_room() {
+                // `KeyPage::cursor` binds the cursor to the page's mode, case and filter.
+                let next_cursor = last_inspected.map(|last| page.cursor(scope, last));
+                return Ok(MemoryPage { items, next_cursor });
+            }
+            scan.inspect(stored.content.len());
+            last_inspected = Some(key);
+            if stored.is_live(now) && page.metadata.matches(&stored.metadata) && keep(stored) {
+                if items.len() == page.limit {
+                    // Another match follows a full page: continue after the page's last key.
+                    let next_cursor = items.last().map(|last| page.cursor(scope, &last.key));
+                    return Ok(MemoryPage { items, next_cursor });
+                }
+                items.push(stored.to_record(scope, key));
+            }
+        }
+        Ok(MemoryPage { items, next_cursor: None })
     }
 
     /// The records, once `start` has run: before it, every operation is `Storage`.
@@ -248,6 +283,10 @@ impl MemoryStore for MapStore {
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         // The checked page: limit, prefix, and the cursor decoded and bound to this scope.
         let page = page.key_page(CursorKind::List, scope)?;
+        if !page.metadata.is_empty() {
+            // A metadata filter may pass few records: a bounded scan, as `search` is.
+            return self.scan(scope, &page, |_| true);
+        }
         let now = self.clock.now();
         let records = self.records()?;
         let live = in_page(&records, scope, &page).filter(|(_, stored)| stored.is_live(now));
@@ -275,36 +314,11 @@ impl MemoryStore for MapStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        validation::query(query)?;
+        // The checked page carries the match mode, the case and the metadata filter; the
+        // matcher checks the query for them and is the one every provider confirms with.
         let page = page.key_page(CursorKind::Search, scope)?;
-        let now = self.clock.now();
-        let records = self.records()?;
-        // The scan is bounded in keys and bytes, so one call never reads a whole large scope;
-        // when the budget runs out the reply carries a cursor after the last key inspected and
-        // the caller continues from there.
-        let mut scan = SearchScan::new(SEARCH_SCAN_LIMIT, DEFAULT_SEARCH_SCAN_BYTES);
-        let mut items: Vec<MemoryRecord> = Vec::new();
-        let mut last_inspected: Option<&str> = None;
-        for (key, stored) in in_page(&records, scope, &page) {
-            if !scan.has_room() {
-                let next_cursor =
-                    last_inspected.map(|last| key_cursor(CursorKind::Search, scope, last));
-                return Ok(MemoryPage { items, next_cursor });
-            }
-            scan.inspect(stored.content.len());
-            last_inspected = Some(key);
-            // A linear literal match: `search_contains` is the shared matcher.
-            if stored.is_live(now) && search_contains(&stored.content, query) {
-                if items.len() == page.limit {
-                    // Another match follows a full page: continue after the page's last key.
-                    let next_cursor =
-                        items.last().map(|last| key_cursor(CursorKind::Search, scope, &last.key));
-                    return Ok(MemoryPage { items, next_cursor });
-                }
-                items.push(stored.to_record(scope, key));
-            }
-        }
-        Ok(MemoryPage { items, next_cursor: None })
+        let matcher = page.matcher(query)?;
+        self.scan(scope, &page, |stored| matcher.matches(&stored.content))
     }
 
     async fn delete(

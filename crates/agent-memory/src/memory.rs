@@ -10,8 +10,7 @@ use crate::page::{
     NamespacePage, PageRequest, UserPage,
 };
 use crate::provider::{
-    self, key_cursor, key_info_page, search_contains, PageBuilder, SearchScan,
-    DEFAULT_SEARCH_SCAN_BYTES,
+    self, key_cursor, key_info_page, PageBuilder, SearchScan, DEFAULT_SEARCH_SCAN_BYTES,
 };
 use crate::quota::{self, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Metadata, Revision, Source};
@@ -208,6 +207,19 @@ impl Default for InMemoryStore {
 }
 
 impl InMemoryStore {
+    /// [`scan_page`] over one namespace, under the read lock.
+    fn scan(
+        &self,
+        scope: &MemoryScope,
+        page: &KeyPage,
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Result<MemoryPage> {
+        let now = self.clock.now();
+        let users = self.read()?;
+        let rows = namespace(&users, scope).into_iter().flat_map(|keys| keys_in_page(keys, page));
+        Ok(scan_page(rows, scope, page, now, keep))
+    }
+
     /// An empty store on the system clock. Call [`start`](MemoryStore::start) before use.
     pub fn new() -> Self {
         Self::with_clock(Arc::new(SystemClock))
@@ -360,6 +372,39 @@ fn prune(users: &mut Users, ids: &UserIds<'_>) {
 }
 
 /// Keys of one namespace strictly after `after`, in byte order.
+/// The bounded scan behind `search` and a filtered `list`: the page's keys in order, at most
+/// [`SEARCH_SCAN_LIMIT`] of them and [`DEFAULT_SEARCH_SCAN_BYTES`] of content per call,
+/// keeping the live records whose metadata passes the page's filter and that `keep` accepts.
+fn scan_page<'a>(
+    rows: impl Iterator<Item = (&'a String, &'a Stored)>,
+    scope: &MemoryScope,
+    page: &KeyPage,
+    now: Timestamp,
+    keep: impl Fn(&Stored) -> bool,
+) -> MemoryPage {
+    let mut scan = SearchScan::new(SEARCH_SCAN_LIMIT, DEFAULT_SEARCH_SCAN_BYTES);
+    let mut items: Vec<MemoryRecord> = Vec::with_capacity(page.limit.min(128));
+    let mut last_inspected: Option<&String> = None;
+    for (key, stored) in rows {
+        if !scan.has_room() {
+            // The budget ran out before this key: continue after the last one inspected.
+            let next_cursor = last_inspected.map(|last| page.cursor(scope, last));
+            return MemoryPage { items, next_cursor };
+        }
+        scan.inspect(stored.content.len());
+        last_inspected = Some(key);
+        if stored.is_live(now) && page.metadata.matches(&stored.metadata) && keep(stored) {
+            if items.len() == page.limit {
+                // Another match follows a full page.
+                let next_cursor = items.last().map(|last| page.cursor(scope, &last.key));
+                return MemoryPage { items, next_cursor };
+            }
+            items.push(stored.to_record(scope, key));
+        }
+    }
+    MemoryPage { items, next_cursor: None }
+}
+
 fn keys_after<'a>(
     keys: &'a Keys,
     after: Option<&str>,
@@ -484,6 +529,9 @@ impl crate::observe::Backend for InMemoryStore {
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         let page = page.key_page(CursorKind::List, scope)?;
+        if !page.metadata.is_empty() {
+            return self.scan(scope, &page, |_| true);
+        }
         let now = self.clock.now();
         let users = self.read()?;
         let live = namespace(&users, scope)
@@ -514,39 +562,9 @@ impl crate::observe::Backend for InMemoryStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        validation::query(query)?;
         let page = page.key_page(CursorKind::Search, scope)?;
-        let now = self.clock.now();
-        let users = self.read()?;
-        let mut scan = SearchScan::new(SEARCH_SCAN_LIMIT, DEFAULT_SEARCH_SCAN_BYTES);
-        let mut items = Vec::with_capacity(page.limit.min(128));
-        let mut last_inspected = None;
-        let rows = namespace(&users, scope)
-            .into_iter()
-            .flat_map(|keys| keys_after(keys, page.after.as_deref()));
-        for (key, stored) in rows {
-            if !scan.has_room() {
-                // The budget ran out before this key: continue after the last one inspected.
-                return Ok(MemoryPage {
-                    items,
-                    next_cursor: last_inspected
-                        .map(|last: &String| key_cursor(CursorKind::Search, scope, last)),
-                });
-            }
-            scan.inspect(stored.content.len());
-            last_inspected = Some(key);
-            if stored.is_live(now) && search_contains(&stored.content, query) {
-                if items.len() == page.limit {
-                    // Another match follows a full page.
-                    let next_cursor = items.last().map(|last: &MemoryRecord| {
-                        key_cursor(CursorKind::Search, scope, &last.key)
-                    });
-                    return Ok(MemoryPage { items, next_cursor });
-                }
-                items.push(stored.to_record(scope, key));
-            }
-        }
-        Ok(MemoryPage { items, next_cursor: None })
+        let matcher = page.matcher(query)?;
+        self.scan(scope, &page, |stored| matcher.matches(&stored.content))
     }
 
     async fn delete(

@@ -411,6 +411,7 @@ mod quotas;
 mod replicas;
 mod scoped;
 mod search;
+mod search_options;
 mod users;
 
 /// Every case, by concern. Each is a `pub async fn(Harness)`; [`CASE_NAMES`] lists them all.
@@ -433,6 +434,7 @@ pub mod cases {
     pub use super::replicas::*;
     pub use super::scoped::*;
     pub use super::search::*;
+    pub use super::search_options::*;
     pub use super::users::*;
 }
 
@@ -554,6 +556,18 @@ macro_rules! __conformance_case_list {
             search_matches_overlapping_and_repetitive_patterns,
             search_long_queries_page_only_real_matches,
             search_budget_returns_a_cursor_and_resuming_finds_the_match,
+            // match modes, case and metadata filters
+            search_all_words_needs_every_word_in_any_order,
+            search_any_word_needs_one_word,
+            search_words_are_literal_substrings,
+            search_ignore_case_uses_simple_case_folding,
+            search_ignore_case_prefilters_never_miss_a_match,
+            search_options_are_validated_and_search_only,
+            metadata_filter_selects_on_list_and_search,
+            metadata_filter_compares_values_by_type,
+            metadata_filter_is_validated,
+            cursors_are_bound_to_mode_case_and_filter,
+            filtered_list_and_word_search_stay_bounded,
             // erasure
             delete_reports_whether_a_live_record_existed,
             delete_all_erases_one_namespace,

@@ -53,15 +53,48 @@ pub(crate) async fn search_all(
     drain(&what, limit, |page| store.search(scope, query, page)).await
 }
 
+/// Every live record of `scope` that `search` matches with the options of `request` (its
+/// mode, case and metadata filter), following cursors from `request`'s limit.
+pub(crate) async fn search_request_all(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    query: &str,
+    request: PageRequest,
+) -> Vec<MemoryRecord> {
+    let what = format!("search({query:?}, {:?}, {:?})", request.matching, request.case);
+    drain_from(&what, request, |page| store.search(scope, query, page)).await
+}
+
+/// Every live record of `scope` that `list` returns for `request` (its prefix and metadata
+/// filter), following cursors from `request`'s limit.
+pub(crate) async fn list_request_all(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    request: PageRequest,
+) -> Vec<MemoryRecord> {
+    let what = format!("list(filter of {} fields)", request.metadata.len());
+    drain_from(&what, request, |page| store.list(scope, page)).await
+}
+
 /// Follows the cursors of one paged read (`what` names it in failures) until `next_cursor` is
 /// `None`, checking that no page exceeds `limit`.
-async fn drain<F, Fut>(what: &str, limit: usize, mut fetch: F) -> Vec<MemoryRecord>
+async fn drain<F, Fut>(what: &str, limit: usize, fetch: F) -> Vec<MemoryRecord>
 where
     F: FnMut(PageRequest) -> Fut,
     Fut: std::future::Future<Output = Result<MemoryPage>>,
 {
+    drain_from(what, PageRequest::new(limit), fetch).await
+}
+
+/// [`drain`] from the first page of `request`, every later page carrying its options.
+async fn drain_from<F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<MemoryRecord>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<MemoryPage>>,
+{
+    let limit = request.limit;
     let mut all = Vec::new();
-    let mut page = PageRequest::new(limit);
+    let mut page = request;
     for _ in 0..MAX_PAGES {
         let result = fetch(page.clone()).await.unwrap_or_else(|e| panic!("{what} failed: {e:?}"));
         assert!(

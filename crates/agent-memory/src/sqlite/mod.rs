@@ -52,6 +52,11 @@ impl SqliteMemoryStore {
         self.settings.read_only
     }
 
+    /// The budget of one `search` or filtered `list` call.
+    fn scan_budget(&self) -> SearchScan {
+        SearchScan::new(self.settings.search_scan_limit, self.settings.search_scan_bytes)
+    }
+
     /// [`erase_batch_size`](SqliteMemoryStoreBuilder::erase_batch_size) as a count of rows.
     fn erase_batch_size(&self) -> u64 {
         u64::try_from(self.settings.erase_batch_size).unwrap_or(u64::MAX)
@@ -188,6 +193,13 @@ impl crate::observe::Backend for SqliteMemoryStore {
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
         let page = page.key_page(CursorKind::List, scope)?;
         let now = self.clock.now();
+        if !page.metadata.is_empty() {
+            // A filter may pass few records: a bounded scan, as `search` is.
+            let (scope, scan) = (scope.clone(), self.scan_budget());
+            return self
+                .reading(move |conn| statements::scan(conn, &scope, None, &page, now, scan))
+                .await;
+        }
         // A page of at most the default size is a short range read (see "Point reads run where
         // they are asked" in `pool`); a larger one goes to a reader thread.
         if page.limit <= DEFAULT_PAGE_LIMIT {
@@ -213,13 +225,13 @@ impl crate::observe::Backend for SqliteMemoryStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        validation::query(query)?;
         let page = page.key_page(CursorKind::Search, scope)?;
+        let matcher = page.matcher(query)?;
         let now = self.clock.now();
-        let (scope, query) = (scope.clone(), query.to_owned());
-        let scan =
-            SearchScan::new(self.settings.search_scan_limit, self.settings.search_scan_bytes);
-        self.reading(move |conn| statements::search(conn, &scope, &query, &page, now, scan)).await
+        let scope = scope.clone();
+        let scan = self.scan_budget();
+        self.reading(move |conn| statements::scan(conn, &scope, Some(&matcher), &page, now, scan))
+            .await
     }
 
     async fn delete(

@@ -18,7 +18,7 @@ use crate::page::{
     ApplicationPage, CursorKind, KeyInfo, KeyInfoPage, KeyPage, MemoryCleanupPage, MemoryPage,
     NamePage, NamespacePage, UserPage,
 };
-use crate::provider::{self, key_cursor, key_info_page, search_contains, PageBuilder, SearchScan};
+use crate::provider::{self, key_cursor, key_info_page, PageBuilder, SearchScan, TextMatcher};
 use crate::quota::{record_bytes, Quotas, Usage, UsageChange};
 use crate::record::{MemoryRecord, Revision};
 use crate::scope::MemoryScope;
@@ -312,42 +312,66 @@ pub(super) fn list(
     Ok(reply.finish(false))
 }
 
-/// Pages live records containing `query`, inspecting records while `scan` has room (the
-/// store's [`search_scan_limit`](super::SqliteMemoryStoreBuilder::search_scan_limit) and
-/// [`search_scan_bytes`](super::SqliteMemoryStoreBuilder::search_scan_bytes)).
-pub(super) fn search(
+/// The bounded scan's statement: every record of the page's key range with whether it is
+/// live, so expired records count against the budget too.
+macro_rules! scan_sql {
+    ($range:literal) => {
+        concat!(
+            "SELECT ",
+            record_columns!(),
+            ", ",
+            live!("?5"),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
+            $range,
+            " ORDER BY key"
+        )
+    };
+}
+
+/// The scan statement starting after a key or at the prefix, with or without an end.
+fn scan_statement(after: bool, end: bool) -> &'static str {
+    match (after, end) {
+        (true, true) => scan_sql!("key > ?4 AND key < ?6"),
+        (true, false) => scan_sql!("key > ?4"),
+        (false, true) => scan_sql!("key >= ?4 AND key < ?6"),
+        (false, false) => scan_sql!("key >= ?4"),
+    }
+}
+
+/// Pages the live records of `page`'s key range whose metadata passes its filter and whose
+/// content `matcher` matches (every content for a filtered `list`), inspecting records while
+/// `scan` has room (the store's
+/// [`search_scan_limit`](super::SqliteMemoryStoreBuilder::search_scan_limit) and
+/// [`search_scan_bytes`](super::SqliteMemoryStoreBuilder::search_scan_bytes)): `search`, and
+/// `list` with a metadata filter.
+pub(super) fn scan(
     conn: &Connection,
     scope: &MemoryScope,
-    query: &str,
+    matcher: Option<&TextMatcher>,
     page: &KeyPage,
     now: Timestamp,
     mut scan: SearchScan,
 ) -> Result<MemoryPage> {
     let limit = page.limit;
     let what = "searching records failed";
-    // The match runs here, on the content SQLite hands over without a copy: `instr` compares
-    // the whole query at every position (quadratic on repetitive text), the shared matcher is
-    // linear. Only matching rows are decoded.
+    // The match runs here, on the content and metadata SQLite hands over without a copy:
+    // `instr` compares the whole query at every position (quadratic on repetitive text), the
+    // shared matcher is linear, and no SQL function folds case as it does. Only matching rows
+    // are decoded.
+    let end = page.prefix_end();
     let mut stmt = conn
-        .prepare_cached(concat!(
-            "SELECT ",
-            record_columns!(),
-            ", ",
-            live!("?5"),
-            " FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 ORDER BY key"
-        ))
+        .prepare_cached(scan_statement(page.after.is_some(), end.is_some()))
         .map_err(storage(what))?;
-    let mut rows = stmt
-        .query(params![
-            scope.application_id(),
-            scope.user_id(),
-            scope.namespace_or_empty(),
-            page.after.as_deref().unwrap_or(""),
-            now.as_micros(),
-        ])
-        .map_err(storage(what))?;
-    let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit);
+    let start = page.after.as_deref().unwrap_or(&page.prefix);
+    let (app, user, ns, now) =
+        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
+    let mut rows = match &end {
+        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
+        None => stmt.query(params![app, user, ns, start, now]),
+    }
+    .map_err(storage(what))?;
+    let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit.min(128));
     let mut last_inspected: Option<String> = None;
     let mut position: Option<String> = None;
     while scan.has_room() {
@@ -358,7 +382,10 @@ pub(super) fn search(
         let content = row.get_ref(1).and_then(|v| Ok(v.as_str()?)).map_err(storage(what))?;
         scan.inspect(content.len());
         let live: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
-        if live && search_contains(content, query) {
+        if live
+            && matcher.is_none_or(|matcher| matcher.matches(content))
+            && passes_filter(row, page)?
+        {
             if items.len() == limit {
                 // Another match follows a full page.
                 position = items.last().map(|last| last.key.clone());
@@ -376,8 +403,21 @@ pub(super) fn search(
         // nothing if that was the last one).
         position = last_inspected;
     }
-    let next_cursor = position.map(|key| key_cursor(CursorKind::Search, scope, &key));
+    let next_cursor = position.map(|key| page.cursor(scope, &key));
     Ok(MemoryPage { items, next_cursor })
+}
+
+/// Whether the row's metadata (JSON text, column 2) passes the page's filter; the text is
+/// parsed only when there is a filter.
+fn passes_filter(row: &rusqlite::Row<'_>, page: &KeyPage) -> Result<bool> {
+    if page.metadata.is_empty() {
+        return Ok(true);
+    }
+    let metadata = row
+        .get_ref(2)
+        .and_then(|v| Ok(v.as_str()?))
+        .map_err(storage("searching records failed"))?;
+    Ok(page.metadata.matches_json(metadata))
 }
 
 /// Removes the record at `key`; with `expected`, only the live record holding that revision.
