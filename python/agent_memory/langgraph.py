@@ -21,7 +21,8 @@ stops before the user position walks the application's users, in byte order.
 **Search.** ``query`` matches an item when every word of it (split on Unicode white space)
 occurs in the value's string fields (every string in the value, at any depth; the words may be
 in different fields), ignoring case by Unicode simple case folding: literal words, no
-stemming, no similarity. A query of only white space restricts nothing, like an empty one.
+stemming, no similarity. A query of only white space restricts nothing, like an empty one;
+a query of any length works.
 There are no embeddings, so ``index=`` is refused at construction and ``SearchItem.score`` is
 ``None``. ``filter`` matches value fields exactly or with ``$eq``, ``$ne``, ``$gt``, ``$gte``,
 ``$lt``, ``$lte`` (numbers as numbers, strings as strings, a number never equals a string).
@@ -98,11 +99,11 @@ from ._errors import MemoryConflictError, MemoryValidationError
 from ._native import (
     MAX_CONTENT_BYTES,
     MAX_PAGE_LIMIT,
+    MAX_QUERY_BYTES,
     MAX_QUERY_WORDS,
     MemoryRecord,
     MemoryScope,
     fold_case,
-    search_words,
 )
 from ._protocol import MemoryStore
 from ._scan import DEFAULT_MAX_SCAN, ScanLimitError
@@ -770,10 +771,9 @@ class AgentMemoryStore(BaseStore):
     ) -> "AsyncIterator[MemoryRecord]":
         """The live records of one namespace in key order: every one without a query, else
         the core's candidates: the records whose JSON text holds every word, as it reads
-        there, ignoring case (the first ``MAX_QUERY_WORDS`` words of a longer query, still a
-        superset). With ``exact``, each page asks for no more than the ``missing()``
-        results."""
-        text = " ".join(_json_text(word) for word in query[:MAX_QUERY_WORDS]) if query else None
+        there, ignoring case (``_prefilter``: still a superset for a longer query). With
+        ``exact``, each page asks for no more than the ``missing()`` results."""
+        text = _prefilter(query) if query else None
         after: Optional[str] = None
         while True:
             limit = max(1, min(_PAGE, missing())) if exact else _PAGE
@@ -918,6 +918,24 @@ def _json_text(word: str) -> str:
     return json.dumps(word, ensure_ascii=False)[1:-1]
 
 
+def _prefilter(words: List[str]) -> str:
+    """The core query that narrows to a superset of the items holding every word: the words
+    as they read in JSON text, as many as one query takes (``MAX_QUERY_WORDS`` words,
+    ``MAX_QUERY_BYTES`` bytes; a word too long alone is looked for by its start). A record
+    holding every word holds any of them, and any word's start."""
+    taken: List[str] = []
+    size = -1
+    for word in words[:MAX_QUERY_WORDS]:
+        text = _json_text(word).encode("utf-8")
+        if not taken:
+            text = text[:MAX_QUERY_BYTES]
+        if size + 1 + len(text) > MAX_QUERY_BYTES:
+            break
+        taken.append(text.decode("utf-8", errors="ignore"))
+        size += 1 + len(text)
+    return " ".join(taken)
+
+
 # Unicode's White_Space characters: where the core splits a query into words (Rust's
 # ``char::is_whitespace``; Python's ``str.split()`` also splits at U+001C to U+001F).
 _WHITE_SPACE = re.compile(
@@ -927,10 +945,10 @@ _WHITE_SPACE = re.compile(
 
 def _query_words(query: str) -> List[str]:
     """The distinct words of a query, folded, split as the core splits them (a query of any
-    number of words: past ``MAX_QUERY_WORDS``, the datastore narrows by the first ones and
-    ``_text_matches`` checks them all); ``[]`` for a query of only white space, which then
-    restricts nothing. The query is checked as the core checks a phrase."""
-    (folded,) = search_words(query, ignore_case=QUERY_IGNORE_CASE)
+    number of words: the datastore narrows by the first ones and ``_text_matches`` checks them
+    all); ``[]`` for a query of only white space, which then
+    restricts nothing. A query of any length works: the core sees ``_prefilter``'s part."""
+    folded = fold_case(query) if QUERY_IGNORE_CASE else query
     return list(dict.fromkeys(word for word in _WHITE_SPACE.split(folded) if word))
 
 

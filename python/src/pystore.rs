@@ -12,6 +12,12 @@
 //! the sizes taken from the records it returns (so its contents are read after all) and the
 //! cursors translated, so that `list_keys` keeps cursors of its own either way.
 //!
+//! A request's search options cross as the keyword arguments `match`, `ignore_case` and
+//! `metadata` of the store's `search` (`metadata` of its `list`), each only when it is not the
+//! default, so a store written before they existed still serves every request without them.
+//! The core checks them first (and refuses those an operation does not take), so the store
+//! only ever sees options the core would accept.
+//!
 //! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
 //! shape is a `Storage` error naming the provider `python`.
 

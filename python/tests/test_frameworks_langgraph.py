@@ -166,6 +166,11 @@ class Cases(QuietSlowCallbacks):
         keys = lambda items: [item.key for item in items]  # noqa: E731
         self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(reversed(words)))), ["all"])
         self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(words[:20]).upper())), ["all", "most"])
+        # Longer than one core query: the datastore narrows by what fits, the adapter checks all.
+        long_word = "\u00e9" * 700
+        await self.lg.aput(("notes", "u1"), "long", {"text": f"{long_word} tail"})
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=f"{long_word.upper()} TAIL")), ["long"])
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=f"{long_word} head")), [])
 
     async def test_filters_compare_numbers_as_numbers(self):
         for key, n in [("a", 9), ("b", 10), ("c", "10"), ("d", 100), ("e", 2.5)]:
