@@ -21,17 +21,16 @@ stops before the user position walks the application's users, in byte order.
 **Search.** ``query`` matches an item when every word of it (split on Unicode white space)
 occurs in the value's string fields (every string in the value, at any depth; the words may be
 in different fields), ignoring case by Unicode simple case folding: literal words, no
-stemming, no similarity. A query of only white space restricts nothing, like an empty one;
-a query of any length works.
-There are no embeddings, so ``index=`` is refused at construction and ``SearchItem.score`` is
-``None``. ``filter`` matches value fields exactly or with ``$eq``, ``$ne``, ``$gt``, ``$gte``,
-``$lt``, ``$lte`` (numbers as numbers, strings as strings, a number never equals a string).
-The value is the record's content, not its metadata, so ``filter`` is checked here on each
-candidate rather than as the core's metadata filter (which only sees metadata); the query
-narrows the candidates in the datastore first. Results come in order: users in byte order, then
-namespaces by their labels, then keys, paged with ``limit`` / ``offset``. No call reads more
-than ``max_scan`` records (or namespaces) to answer; past it, ``ScanLimitError`` says what to
-narrow, never a short answer.
+stemming, no similarity. A query of only white space restricts nothing, like an empty one; a
+query of any length works. There are no embeddings, so ``index=`` is refused at construction
+and ``SearchItem.score`` is ``None``. ``filter`` matches value fields exactly or with ``$eq``,
+``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers as numbers, strings as strings, a
+number never equals a string). The value is the record's content, not its metadata, so
+``filter`` is checked here on each candidate rather than as the core's metadata filter (which
+only sees metadata); the query narrows the candidates in the datastore first. Results come in
+order: users in byte order, then namespaces by their labels, then keys, paged with ``limit``
+/ ``offset``. No call reads more than ``max_scan`` records (or namespaces) to answer; past
+it, ``ScanLimitError`` says what to narrow, never a short answer.
 
 **TTL.** ``ttl`` (minutes, or a ``TTLConfig``) becomes each record's expiry; expired items are
 invisible at once. With ``refresh_on_read`` a read moves the expiry with a revision-checked

@@ -164,6 +164,7 @@ def _equal(seen: Any, wanted: Any, rule: str) -> None:
 
 
 async def _search_all_words(self: "MemoryStoreConformanceMixin") -> None:
+    """``match="all_words"``: every word, in any order, anywhere; split on Unicode white space."""
     async with _Case(self) as case:
         await case.put("a", "Prefers the Berlin warehouse")
         await case.put("b", "warehouse in Hamburg, office in Berlin")
@@ -177,6 +178,7 @@ async def _search_all_words(self: "MemoryStoreConformanceMixin") -> None:
 
 
 async def _search_any_word(self: "MemoryStoreConformanceMixin") -> None:
+    """``match="any_word"``: one word is enough; an unknown mode names ``match``."""
     async with _Case(self) as case:
         await case.put("a", "drinks tea")
         await case.put("b", "drinks coffee")
@@ -189,6 +191,7 @@ async def _search_any_word(self: "MemoryStoreConformanceMixin") -> None:
 
 
 async def _search_ignore_case(self: "MemoryStoreConformanceMixin") -> None:
+    """``ignore_case=True`` folds simply: the Kelvin sign and k, Σ σ ς, ß and ẞ but never ss."""
     async with _Case(self) as case:
         await case.put("berlin", "Prefers the BERLIN Warehouse")
         await case.put("kelvin", "300 \u212a outside")  # the Kelvin sign
@@ -215,6 +218,7 @@ async def _search_ignore_case(self: "MemoryStoreConformanceMixin") -> None:
 
 
 async def _metadata_filters(self: "MemoryStoreConformanceMixin") -> None:
+    """``metadata=`` on ``list`` and ``search``: equality by type, every field, at most 8."""
     async with _Case(self) as case:
         await case.put("int", "note", {"n": 1, "category": "preferences"})
         await case.put("float", "note", {"n": 1.0})
@@ -250,6 +254,7 @@ async def _metadata_filters(self: "MemoryStoreConformanceMixin") -> None:
 
 
 async def _cursors_bound_to_options(self: "MemoryStoreConformanceMixin") -> None:
+    """A cursor continues only a request with the same mode, case and filter."""
     async with _Case(self) as case:
         for key in "abcde":
             await case.put(key, f"Tea and coffee {key}", {"n": 1})
@@ -286,6 +291,7 @@ async def _cursors_bound_to_options(self: "MemoryStoreConformanceMixin") -> None
 
 
 async def _word_queries_are_checked(self: "MemoryStoreConformanceMixin") -> None:
+    """A word mode needs a word and takes at most ``MAX_QUERY_WORDS``; a phrase has no limit."""
     async with _Case(self) as case:
         await case.put("a", " ".join(f"w{i}" for i in range(MAX_QUERY_WORDS + 1)))
         store, scope = case.store, case.scope
@@ -305,7 +311,7 @@ _PYTHON_CASES: Dict[str, Callable[[Any], Coroutine[Any, Any, None]]] = {
     "search_ignore_case_folds_simply": _search_ignore_case,
     "metadata_filters_list_and_search": _metadata_filters,
     "cursors_are_bound_to_search_options": _cursors_bound_to_options,
-    "word_queries_and_filters_are_checked": _word_queries_are_checked,
+    "word_queries_are_checked": _word_queries_are_checked,
 }
 
 #: The cases of the Python API's own, one test method each (``test_python_<name>``).
