@@ -482,8 +482,9 @@ impl<'a> ProviderBench<'a> {
         stats: &PhaseStats,
         extra_records: Option<usize>,
     ) -> PhaseRecord {
-        let avg_items = matches!(phase, Phase::List | Phase::Search)
-            .then(|| stats.items as f64 / stats.ops.max(1) as f64);
+        let avg_items =
+            matches!(phase, Phase::List | Phase::Search | Phase::SearchWords | Phase::ListMeta)
+                .then(|| stats.items as f64 / stats.ops.max(1) as f64);
         let misses_ok = match phase {
             Phase::Get | Phase::Delete => stats.misses == 0,
             _ => true,

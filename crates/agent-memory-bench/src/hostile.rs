@@ -31,7 +31,8 @@ const MAX_CALLS: usize = 100_000;
 pub struct HostileResult {
     /// The provider, as [`provider_of`] names it.
     pub provider: &'static str,
-    /// `tail` (`a…ab`), `head` (`ba…a`) or `split` (`a` × 15, `b`, `a…a`).
+    /// `tail` (`a…ab`), `head` (`ba…a`), `split` (`a` × 15, `b`, `a…a`), or `words` (16
+    /// words of `a…aB`, `all_words`, ignoring case).
     pub shape: &'static str,
     /// Query length in bytes.
     pub query_bytes: usize,
@@ -53,8 +54,16 @@ pub struct HostileResult {
 }
 
 /// The query of one shape: `bytes - 1` `a`s and one `b`, at the end (`tail`), the front
-/// (`head`) or after the first fifteen `a`s (`split`).
+/// (`head`) or after the first fifteen `a`s (`split`); or, for `words` (searched with
+/// `all_words` and `ignore_case`), the most words a query may hold, each `a`s and one `B`,
+/// together at most `bytes` long.
 pub fn query(shape: &str, bytes: usize) -> String {
+    if shape == "words" {
+        let words = agent_memory::MAX_QUERY_WORDS;
+        let word = (bytes.saturating_sub(words - 1) / words).max(1);
+        let one = format!("{}B", "a".repeat(word - 1));
+        return vec![one; words].join(" ");
+    }
     let at = match shape {
         "head" => 0,
         "split" => 15.min(bytes.saturating_sub(1)),
@@ -63,7 +72,7 @@ pub fn query(shape: &str, bytes: usize) -> String {
     format!("{}b{}", "a".repeat(at), "a".repeat(bytes.saturating_sub(1 + at)))
 }
 
-/// Stores the hostile records under a fresh application id, runs both query shapes and erases
+/// Stores the hostile records under a fresh application id, runs every query shape and erases
 /// the records again.
 ///
 /// # Errors
@@ -87,7 +96,7 @@ pub async fn run(
             .map_err(|err| format!("put: {}", describe(&err)))?;
     }
     let mut out = Vec::new();
-    for shape in ["tail", "head", "split"] {
+    for shape in ["tail", "head", "split", "words"] {
         let q = query(shape, query_bytes);
         out.push(scan(&store, url, provider, &scope, shape, &q, records).await?);
     }
@@ -127,6 +136,9 @@ async fn scan(
     let mut after = None;
     loop {
         let mut page = PageRequest::new(20);
+        if shape == "words" {
+            page = page.all_words().ignore_case();
+        }
         if let Some(cursor) = after.take() {
             page = page.after(cursor);
         }
@@ -265,5 +277,7 @@ mod tests {
         assert_eq!(query("head", 4), "baaa");
         assert_eq!(query("split", 20), format!("{}b{}", "a".repeat(15), "a".repeat(4)));
         assert_eq!(query("tail", 1024).len(), 1024);
+        let words = query("words", 1024);
+        assert!(words.len() <= 1024 && words.split(' ').count() == 16, "{}", words.len());
     }
 }

@@ -119,6 +119,8 @@ fn smoke_counts() -> Counts {
         delete: 300,
         put_cas: 200,
         search: 100,
+        search_words: 100,
+        list_meta: 100,
     }
 }
 

@@ -9,9 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest};
+use agent_memory::{
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
+};
 
-use crate::workload::{self, Op, OpKind, APP, LIST_LIMIT, NAMESPACES, N_USERS, PHRASE};
+use crate::workload::{self, Op, OpKind, APP, LIST_LIMIT, NAMESPACES, N_USERS, PHRASE, TWO_WORDS};
 
 /// The scopes of the benchmark users, laid out as `user * 2 + namespace` like
 /// [`Op::scope_index`], built once so no op pays for validating its scope.
@@ -289,9 +291,23 @@ async fn worker(input: &PhaseInput) -> WorkerOut {
                     Err(err) => out.error(&err),
                 }
             }
-            OpKind::Search => {
+            OpKind::Search | OpKind::SearchWords | OpKind::ListMeta => {
                 let started = Instant::now();
-                let result = store.search(scope, PHRASE, PageRequest::new(LIST_LIMIT)).await;
+                let result = match op.kind {
+                    OpKind::Search => {
+                        store.search(scope, PHRASE, PageRequest::new(LIST_LIMIT)).await
+                    }
+                    OpKind::SearchWords => {
+                        let page = PageRequest::new(LIST_LIMIT).all_words().ignore_case();
+                        store.search(scope, TWO_WORDS, page).await
+                    }
+                    _ => {
+                        // Every record of the workload has its namespace as `category`.
+                        let category = scope.namespace().unwrap_or_default();
+                        let filter = MetadataFilter::new().field("category", category);
+                        store.list(scope, PageRequest::new(LIST_LIMIT).metadata(filter)).await
+                    }
+                };
                 out.latencies_ns.push(nanos(started.elapsed()));
                 match result {
                     Ok(page) => out.items += u64::try_from(page.items.len()).unwrap_or(0),

@@ -22,6 +22,10 @@ pub const KEYS_PER_NS: usize = 10;
 pub const N_PRELOAD: usize = N_USERS * NAMESPACES.len() * KEYS_PER_NS;
 /// The phrase every tenth content starts with, and the `search` phase's query.
 pub const PHRASE: &str = "executive summary";
+
+/// The `search_words` phase's query: the phrase's two words, in the other order and another
+/// case, searched as `all_words` ignoring case, so it matches exactly the phrase's records.
+pub const TWO_WORDS: &str = "SUMMARY Executive";
 /// Contents grow word by word until they reach this many bytes.
 pub const CONTENT_MIN_BYTES: usize = 200;
 /// Page size of the `list` and `search` phases.
@@ -145,6 +149,12 @@ pub enum OpKind {
     Cas,
     /// First page of a literal search for [`PHRASE`] in the scope (ours: `search`).
     Search,
+    /// First page of an `all_words`, case-insensitive search for [`TWO_WORDS`] in the scope (ours:
+    /// `search_words`).
+    SearchWords,
+    /// First page of the scope's records whose metadata `category` is the namespace's name,
+    /// which every record of the workload has (ours: `list_meta`).
+    ListMeta,
 }
 
 /// One operation of a phase (or one preload record, as a `Put`).
@@ -204,14 +214,19 @@ pub enum Phase {
     PutCas,
     /// 7 (ours): first page of a literal search.
     Search,
+    /// 8 (ours): first page of a two-word, case-insensitive search.
+    SearchWords,
+    /// 9 (ours): first page of a list filtered by one metadata field.
+    ListMeta,
 }
 
 impl Phase {
     /// The five phases of the standard workload, in order.
     pub const STANDARD: [Phase; 5] =
         [Phase::PutNew, Phase::Get, Phase::PutUpdate, Phase::List, Phase::Delete];
-    /// Our two extra phases, run after the standard five and reported separately.
-    pub const EXTRA: [Phase; 2] = [Phase::PutCas, Phase::Search];
+    /// Our extra phases, run after the standard five and reported separately.
+    pub const EXTRA: [Phase; 4] =
+        [Phase::PutCas, Phase::Search, Phase::SearchWords, Phase::ListMeta];
 
     /// The phase's name as WORKLOAD.md writes it.
     pub fn name(self) -> &'static str {
@@ -223,6 +238,8 @@ impl Phase {
             Phase::Delete => "delete",
             Phase::PutCas => "put_cas",
             Phase::Search => "search",
+            Phase::SearchWords => "search_words",
+            Phase::ListMeta => "list_meta",
         }
     }
 
@@ -242,6 +259,8 @@ impl Phase {
                 Phase::Delete => 5,
                 Phase::PutCas => 6,
                 Phase::Search => 7,
+                Phase::SearchWords => 8,
+                Phase::ListMeta => 9,
             }
     }
 
@@ -250,7 +269,7 @@ impl Phase {
         match self {
             Phase::PutNew | Phase::PutUpdate | Phase::Delete | Phase::PutCas => 20_000,
             Phase::Get => 50_000,
-            Phase::List | Phase::Search => 10_000,
+            Phase::List | Phase::Search | Phase::SearchWords | Phase::ListMeta => 10_000,
         }
     }
 }
@@ -270,8 +289,12 @@ pub struct Counts {
     pub delete: usize,
     /// Ours, after phase 5.
     pub put_cas: usize,
-    /// Ours, last.
+    /// Ours, after put_cas.
     pub search: usize,
+    /// Ours, after search.
+    pub search_words: usize,
+    /// Ours, last.
+    pub list_meta: usize,
 }
 
 /// The fewest ops a phase of a real (non-smoke) run may have, per WORKLOAD.md.
@@ -288,6 +311,8 @@ impl Counts {
             delete: 20_000,
             put_cas: 20_000,
             search: 10_000,
+            search_words: 10_000,
+            list_meta: 10_000,
         }
     }
 
@@ -301,6 +326,8 @@ impl Counts {
             Phase::Delete => self.delete,
             Phase::PutCas => self.put_cas,
             Phase::Search => self.search,
+            Phase::SearchWords => self.search_words,
+            Phase::ListMeta => self.list_meta,
         }
     }
 
@@ -314,6 +341,8 @@ impl Counts {
             Phase::Delete => &mut self.delete,
             Phase::PutCas => &mut self.put_cas,
             Phase::Search => &mut self.search,
+            Phase::SearchWords => &mut self.search_words,
+            Phase::ListMeta => &mut self.list_meta,
         };
         *slot = n;
     }
@@ -409,12 +438,19 @@ pub fn ops(phase: Phase, n: usize, n_put_new: usize) -> Vec<Op> {
                 }
             })
             .collect(),
-        Phase::Search => (0..n)
-            .map(|_| {
-                let (u, ns, _key) = draw_existing(&mut rng);
-                Op::keyed(OpKind::Search, u, ns, String::new())
-            })
-            .collect(),
+        Phase::Search | Phase::SearchWords | Phase::ListMeta => {
+            let kind = match phase {
+                Phase::Search => OpKind::Search,
+                Phase::SearchWords => OpKind::SearchWords,
+                _ => OpKind::ListMeta,
+            };
+            (0..n)
+                .map(|_| {
+                    let (u, ns, _key) = draw_existing(&mut rng);
+                    Op::keyed(kind, u, ns, String::new())
+                })
+                .collect()
+        }
     }
 }
 
@@ -451,10 +487,12 @@ pub fn line(op: &Op) -> String {
         OpKind::Delete => "delete",
         OpKind::Cas => "cas",
         OpKind::Search => "search",
+        OpKind::SearchWords => "search_words",
+        OpKind::ListMeta => "list_meta",
     };
     let mut parts = vec![kind.to_owned(), user_id(op.user), op.namespace().to_owned()];
     match op.kind {
-        OpKind::List | OpKind::Search => {}
+        OpKind::List | OpKind::Search | OpKind::SearchWords | OpKind::ListMeta => {}
         OpKind::Get | OpKind::Delete => parts.push(op.key.clone()),
         OpKind::Put | OpKind::Cas => {
             parts.push(op.key.clone());

@@ -3,8 +3,11 @@
 //! `agent-memory` stores the facts an agent (or the application around it) deliberately saves
 //! for one user, and reads them back in a later session. It is the storage layer only: it never
 //! calls a model, never extracts memories on its own, never injects them into prompts, and has
-//! no embeddings or semantic search. Search is a literal substring match; bring your own
-//! retrieval tool if you want RAG.
+//! no embeddings or semantic search. Search is literal: a phrase, or every or any of its
+//! words, as substrings of the content, optionally after Unicode simple case folding, and
+//! optionally only among records whose metadata fields hold given values (see
+//! [Matching and filters](PageRequest#matching-and-filters)); bring your own retrieval tool
+//! if you want RAG.
 //!
 //! # Quick start
 //!

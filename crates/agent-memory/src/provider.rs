@@ -19,7 +19,7 @@
 //! | check a page of applications | [`PageRequest::application_page`](crate::PageRequest::application_page), giving a [`NamePage`] |
 //! | reply with applications | [`application_page`] from the stored application ids, one more than the limit when more follow; [`application_cursor`] after the last id inspected when a page stops early |
 //! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
-//! | bound and match a `search` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]), [`search_contains`] for the match, [`search_prefilter`] for a datastore whose own substring function is not linear |
+//! | bound and match a `search` or a filtered `list` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]); [`KeyPage::matcher`] checks the query for the page's mode and case and gives the [`TextMatcher`] that confirms each record's content, and the page's [`metadata`](KeyPage::metadata) filter confirms its metadata; [`TextMatcher::prefilter`] says what a datastore may look for first (a superset); cursors from [`KeyPage::cursor`], which binds them to mode, case and filter |
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
 //!
 //! Then run the conformance suite (feature `conformance`) against a real instance of the

@@ -111,14 +111,17 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// - With a [`prefix`](PageRequest::prefix), only keys that start with it, byte for byte;
     ///   the datastore reads them as one range of its ordered key index (see
     ///   [Key prefix](PageRequest#key-prefix)). The empty prefix means every key.
+    /// - With a [`metadata`](PageRequest::metadata) filter, only the records whose metadata
+    ///   holds every condition, found by a bounded scan as `search` does: a page may then
+    ///   hold fewer records than `limit`, even none, with a cursor.
     /// - `next_cursor` is `None` only when no record is left after this page (no record with
     ///   the prefix, for a prefixed page).
     /// - Cursors are positions, not snapshots: records written behind the cursor are not seen,
     ///   records written ahead of it are.
     ///
     /// # Errors
-    /// `Invalid` for a bad limit or prefix, or a cursor from another operation, scope or
-    /// prefix; `Storage`.
+    /// `Invalid` for a bad limit, prefix or metadata filter, a match mode or case (those are
+    /// for `search`), or a cursor from another operation, scope, prefix or filter; `Storage`.
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage>;
 
     /// Pages the scope's live keys in ascending key order, each with the size of its record's
@@ -145,13 +148,22 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// Pages the scope's live records whose content contains `query`, in ascending key order.
     ///
     /// # Behavior
-    /// - A literal, case-sensitive substring match: `%`, `_`, `*` and `\` match themselves.
+    /// - Literal matching: by default the whole query is one case-sensitive substring of the
+    ///   content (`%`, `_`, `*` and `\` match themselves). The request may ask for every
+    ///   word ([`all_words`](PageRequest::all_words)) or any word
+    ///   ([`any_word`](PageRequest::any_word)) of the query instead, and for Unicode simple
+    ///   case folding ([`ignore_case`](PageRequest::ignore_case)); see
+    ///   [Matching and filters](PageRequest#matching-and-filters).
+    /// - With a [`metadata`](PageRequest::metadata) filter, only records whose metadata holds
+    ///   every condition.
     /// - A provider may inspect a bounded number of keys per call and return fewer matches
     ///   than `limit`, even none, with a cursor: continue until `next_cursor` is `None`.
     ///
     /// # Errors
-    /// `Invalid` for an empty query, a bad limit, a foreign cursor or a non-empty
-    /// [`prefix`](PageRequest::prefix) (prefixes are for `list`); `Storage`.
+    /// `Invalid` for an empty query (or, in a word mode, one of white space only or of more
+    /// than 16 words), a bad limit or metadata filter, a foreign cursor or a cursor of another
+    /// mode, case or filter, or a non-empty [`prefix`](PageRequest::prefix) (prefixes are for
+    /// `list`); `Storage`.
     async fn search(
         &self,
         scope: &MemoryScope,
