@@ -27,7 +27,9 @@ and ``SearchItem.score`` is ``None``. ``filter`` matches value fields exactly or
 ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers as numbers, strings as strings, a
 number never equals a string). The value is the record's content, not its metadata, so
 ``filter`` is checked here on each candidate rather than as the core's metadata filter (which
-only sees metadata); the query narrows the candidates in the datastore first. Results come in
+only sees metadata); the datastore narrows the candidates first, by the query's words and by
+the filter's top-level equalities on strings, booleans and null, as they read in the value's
+JSON text. Results come in
 order: users in byte order, then namespaces by their labels, then keys, paged with ``limit``
 / ``offset``. No call reads more than ``max_scan`` records (or namespaces) to answer; past
 it, ``ScanLimitError`` says what to narrow, never a short answer.
@@ -116,7 +118,7 @@ __all__ = [
 ]
 
 # How the adapter matches ``query``: every word, ignoring case, in the value's string fields.
-# The core's search with these options narrows the candidates (see ``_records``), and
+# The core's search with these options narrows the candidates (see ``_narrowing``), and
 # ``_text_matches`` confirms each against the string fields alone.
 QUERY_MATCH = "all_words"
 QUERY_IGNORE_CASE = True
@@ -728,10 +730,12 @@ class AgentMemoryStore(BaseStore):
             return []
         budget = _Budget(self._max_scan)
         matched: List[Tuple[MemoryRecord, Any, Tuple[str, ...]]] = []
+        narrowing = _narrowing(query, op.filter)
         # Without a filter almost every record read is returned: read no more than needed.
         exact = not op.filter
         async for scope, namespace in self._namespaces(prefix, budget=budget):
-            records = self._records(scope, query, budget, lambda: wanted - len(matched), exact)
+            missing = lambda: wanted - len(matched)  # noqa: E731
+            records = self._records(scope, narrowing, budget, missing, exact)
             async for record in records:
                 value = json.loads(record.content)
                 if query and not _text_matches(value, query):
@@ -763,29 +767,27 @@ class AgentMemoryStore(BaseStore):
     async def _records(
         self,
         scope: MemoryScope,
-        query: Optional[List[str]],
+        narrowing: Optional["_Narrowing"],
         budget: "_Budget",
         missing: Callable[[], int],
         exact: bool,
     ) -> "AsyncIterator[MemoryRecord]":
-        """The live records of one namespace in key order: every one without a query, else
-        the core's candidates: the records whose JSON text holds every word, as it reads
-        there, ignoring case (``_prefilter``: still a superset for a longer query). With
-        ``exact``, each page asks for no more than the ``missing()`` results."""
-        text = _prefilter(query) if query else None
+        """The live records of one namespace in key order: every one without a narrowing,
+        else the core's candidates for it (a superset of the matches, which the caller
+        checks). With ``exact``, each page asks for no more than the ``missing()`` results."""
         after: Optional[str] = None
         while True:
             limit = max(1, min(_PAGE, missing())) if exact else _PAGE
-            if text is None:
+            if narrowing is None:
                 page = await self._store.list(scope, limit, after)
             else:
                 page = await self._store.search(
                     scope,
-                    text,
+                    narrowing.text,
                     limit,
                     after,
-                    match=QUERY_MATCH,
-                    ignore_case=QUERY_IGNORE_CASE,
+                    match=narrowing.match,
+                    ignore_case=narrowing.ignore_case,
                 )
             for record in page.items:
                 budget.spend("records")
@@ -917,22 +919,66 @@ def _json_text(word: str) -> str:
     return json.dumps(word, ensure_ascii=False)[1:-1]
 
 
-def _prefilter(words: List[str]) -> str:
-    """The core query that narrows to a superset of the items holding every word: the words
-    as they read in JSON text, as many as one query takes (``MAX_QUERY_WORDS`` words,
-    ``MAX_QUERY_BYTES`` bytes; a word too long alone is looked for by its start). A record
+class _Narrowing(NamedTuple):
+    """A core search whose results are a superset of a LangGraph search's matches."""
+
+    text: str
+    match: str
+    ignore_case: bool
+
+
+def _narrowing(words: Optional[List[str]], filter: Optional[Mapping[str, Any]]) -> Optional[_Narrowing]:
+    """What the datastore can look for: the query's words as they read in the value's JSON
+    text (every one, ignoring case), and the filter's equalities of a string, boolean or null
+    at the top level as they read there (``"kind":"note"``: the adapter writes values as
+    compact JSON, so an item whose field equals that value holds exactly this text). Without a
+    query, the longest such equality alone, case-sensitive, as a phrase. ``None`` when there is
+    nothing to narrow by: the namespace is listed."""
+    needles = _filter_needles(filter or {})
+    if words:
+        # A needle with white space cannot be one word; leaving it out keeps a superset.
+        texts = [_json_text(word) for word in words]
+        texts += [n for n in needles if not _WHITE_SPACE.search(n)]
+        return _Narrowing(_first_words(texts), QUERY_MATCH, QUERY_IGNORE_CASE)
+    if needles:
+        longest = max(needles, key=len)
+        return _Narrowing(_cut(longest, MAX_QUERY_BYTES), "phrase", False)
+    return None
+
+
+def _filter_needles(filter: Mapping[str, Any]) -> List[str]:
+    """The JSON text ``"field":value`` of each equality on a string, boolean or null (numbers
+    have more than one spelling: ``1`` and ``1.0`` are equal)."""
+    needles = []
+    for field, wanted in filter.items():
+        if isinstance(wanted, dict) and list(wanted) == ["$eq"]:
+            wanted = wanted["$eq"]
+        if wanted is None or isinstance(wanted, (str, bool)):
+            key = json.dumps(field, ensure_ascii=False)
+            needles.append(f"{key}:{json.dumps(wanted, ensure_ascii=False)}")
+    return needles
+
+
+def _first_words(texts: List[str]) -> str:
+    """As many of the words as one core query takes (``MAX_QUERY_WORDS`` words,
+    ``MAX_QUERY_BYTES`` bytes; a word too long alone is looked for by its start): a record
     holding every word holds any of them, and any word's start."""
     taken: List[str] = []
     size = -1
-    for word in words[:MAX_QUERY_WORDS]:
-        text = _json_text(word).encode("utf-8")
+    for text in texts[:MAX_QUERY_WORDS]:
         if not taken:
-            text = text[:MAX_QUERY_BYTES]
-        if size + 1 + len(text) > MAX_QUERY_BYTES:
+            text = _cut(text, MAX_QUERY_BYTES)
+        length = len(text.encode("utf-8"))
+        if size + 1 + length > MAX_QUERY_BYTES:
             break
-        taken.append(text.decode("utf-8", errors="ignore"))
-        size += 1 + len(text)
+        taken.append(text)
+        size += 1 + length
     return " ".join(taken)
+
+
+def _cut(text: str, limit: int) -> str:
+    """The longest start of ``text`` of at most ``limit`` UTF-8 bytes."""
+    return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
 # Unicode's White_Space characters: where the core splits a query into words (Rust's
@@ -946,7 +992,7 @@ def _query_words(query: str) -> List[str]:
     """The distinct words of a query, folded, split as the core splits them (a query of any
     number of words: the datastore narrows by the first ones and ``_text_matches`` checks them
     all); ``[]`` for a query of only white space, which then
-    restricts nothing. A query of any length works: the core sees ``_prefilter``'s part."""
+    restricts nothing. A query of any length works: the core sees ``_narrowing``'s part."""
     folded = fold_case(query) if QUERY_IGNORE_CASE else query
     return list(dict.fromkeys(word for word in _WHITE_SPACE.split(folded) if word))
 

@@ -186,6 +186,24 @@ class Cases(QuietSlowCallbacks):
         self.assertEqual(await asyncio.to_thread(keys, n={"$gt": "1"}), ["c"])
         self.assertEqual(await asyncio.to_thread(keys, kind="y", n={"$gt": 5}), ["d"])
 
+    async def test_filters_on_text_are_narrowed_in_the_datastore(self):
+        for n in range(30):
+            await self.lg.aput(("items", "u1"), f"k{n:02}", {"kind": "note" if n % 10 else "pin", "n": n, "on": n == 20, "x": None if n == 7 else "v"})
+        await self.lg.aput(("items", "u1"), "nested", {"inner": {"kind": "pin"}, "text": '"kind":"pin"'})
+        # Five reads allowed (the namespace, then records): only a datastore that narrows by the
+        # filter's text answers. "nested" holds the text too and is checked out.
+        narrow = self.adapter(max_scan=5)
+        keys = lambda items: [item.key for item in items]  # noqa: E731
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": "pin"})), ["k00", "k10", "k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": {"$eq": "pin"}, "n": {"$gt": 5}})), ["k10", "k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"on": True})), ["k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"x": None})), ["k07"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": "pin", "on": True}, query="V")), ["k20"])
+        # A number has more than one spelling: no narrowing, so the bound applies.
+        with self.assertRaises(ScanLimitError):
+            await narrow.asearch(("items",), filter={"n": 3})
+        self.assertEqual(keys(await self.lg.asearch(("items",), filter={"n": 3.0})), ["k03"])
+
     # --- listing and paging ---------------------------------------------------------------------
 
     async def test_list_namespaces_prefix_suffix_wildcards_depth_paging(self):
