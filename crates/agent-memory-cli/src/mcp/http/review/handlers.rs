@@ -389,6 +389,8 @@ async fn list_page(
 
 /// Up to a page of matches, calling the store until the page is full, the search is done, or
 /// [`SEARCH_ROUNDS`] calls were made (a provider may inspect a bounded number of keys per call).
+/// A person types words, not substrings: a record matches when it holds every word, in any
+/// order and any case.
 async fn search(
     review: &Review,
     scope: &MemoryScope,
@@ -397,7 +399,10 @@ async fn search(
 ) -> Result<(Vec<MemoryRecord>, Option<Cursor>), Response> {
     let mut found = Vec::new();
     for _ in 0..SEARCH_ROUNDS {
-        let request = PageRequest::new(PAGE_SIZE - found.len()).after_opt(after.take());
+        let request = PageRequest::new(PAGE_SIZE - found.len())
+            .all_words()
+            .ignore_case()
+            .after_opt(after.take());
         let page =
             review.store.search(scope, text, request).await.map_err(|err| store_error(&err))?;
         found.extend(page.items);

@@ -134,14 +134,14 @@ pub fn list(view: &ListView<'_>) -> Markup {
             label for="q" { "Search your memories" }
             div.row {
                 input #q type="search" name="q" value=(view.query.unwrap_or_default())
-                    placeholder="Words to look for";
+                    placeholder="Words to look for, in any order and any case";
                 button type="submit" { "Search" }
             }
         }
         section.records aria-label="Memories" {
             h2 {
                 @if let Some(query) = view.query {
-                    "Memories containing “" (query) "”"
+                    "Memories with every word of “" (query) "”"
                 } @else {
                     "Memories in " (namespace_label(view.namespace))
                 }
