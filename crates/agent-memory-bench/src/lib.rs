@@ -8,7 +8,7 @@
 //!   client-side; nearest-rank percentiles; throughput over the time from releasing the workers
 //!   to the last one finishing.
 //! - [`ceiling`]: pgbench and redis-benchmark with our own scripts of the same shapes.
-//! - [`sqlite_ceiling`]: the SQLite provider's statements on bare rusqlite connections.
+//! - [`ceiling::sqlite`]: the SQLite provider's statements on bare rusqlite connections.
 //! - [`harness`]: the run order (empty state, preload, settle, phases, checks, ceiling, scale).
 //! - [`report`]: JSON lines and the table.
 //! - [`target`]: store URLs (provider, redaction, pool size).
@@ -21,6 +21,6 @@ pub mod harness;
 pub mod hostile;
 pub mod report;
 pub mod runner;
-pub mod sqlite_ceiling;
+
 pub mod target;
 pub mod workload;

@@ -12,6 +12,7 @@ mod duration;
 mod exit;
 mod files;
 mod mcp;
+mod meta;
 mod output;
 mod progress;
 mod transfer;

@@ -258,11 +258,159 @@ fn list_prefix_keeps_only_the_keys_that_start_with_it() {
     assert_eq!(keys(&literal), ["n%/x"]);
     // A prefixed listing's cursor continues only that listing.
     let first = fx.cmd().args(["list", "--prefix", "notes", "--limit", "1"]).output().unwrap();
-    let stderr = String::from_utf8(first.stderr).unwrap();
-    let cursor = stderr.trim().strip_prefix("more records: continue with --after ").unwrap();
-    one_line_error(fx.cmd().args(["list", "--after", cursor]), INVALID, "cursor");
+    let (cursor, flags) = cursor_hint(&first.stderr);
+    assert_eq!(flags, "--prefix notes", "the hint repeats the prefix");
+    one_line_error(fx.cmd().args(["list", "--after", &cursor]), INVALID, "cursor");
+    let next =
+        stdout_json(fx.cmd().args(["list", "--prefix", "notes", "--after", &cursor, "--json"]));
+    assert_eq!(keys(&next), ["notes/a", "notes/b", "notes0"]);
     let long = "p".repeat(257);
     one_line_error(fx.cmd().args(["list", "--prefix", &long]), INVALID, "prefix");
+}
+
+/// The cursor and the flags after it in a `more records: continue with --after CURSOR FLAGS…`
+/// hint on stderr.
+fn cursor_hint(stderr: &[u8]) -> (String, String) {
+    let stderr = String::from_utf8(stderr.to_vec()).unwrap();
+    let rest = stderr
+        .trim_end()
+        .strip_prefix("more records: continue with --after ")
+        .unwrap_or_else(|| panic!("cursor hint on stderr: {stderr:?}"));
+    let (cursor, flags) = rest.split_once(' ').unwrap_or((rest, ""));
+    (cursor.to_owned(), flags.to_owned())
+}
+
+/// Records a person asks for in other words than they were saved in, with metadata.
+fn preferences(fx: &Fixture) {
+    for (key, content, metadata) in [
+        (
+            "units",
+            "Reports in metric units",
+            r#"{"category":"preferences","pinned":true,"code":"7","note":"it's a b"}"#,
+        ),
+        ("warehouse", "prefers the Berlin warehouse", r#"{"category":"preferences","code":7}"#),
+        ("ticket", "Ticket 7 is about the Warehouse in Hamburg", r#"{"category":"support"}"#),
+        ("weight", "weighs 1 unit", r#"{"rank":1.0,"code":"7","note":"it's a b"}"#),
+    ] {
+        fx.cmd().args(["put", key, content, "--metadata", metadata]).assert().code(OK);
+    }
+}
+
+fn found(fx: &Fixture, args: &[&str]) -> String {
+    let mut cmd = fx.cmd();
+    cmd.args(args).arg("--json");
+    keys(&stdout_json(&mut cmd)).join(",")
+}
+
+#[test]
+fn search_matches_words_in_any_case_when_asked() {
+    let fx = Fixture::new();
+    preferences(&fx);
+    // The default is unchanged: one case-sensitive phrase.
+    assert_eq!(found(&fx, &["search", "berlin warehouse"]), "");
+    assert_eq!(found(&fx, &["search", "Berlin warehouse"]), "warehouse");
+    assert_eq!(found(&fx, &["search", "THE BERLIN", "--ignore-case"]), "warehouse");
+    let words = ["search", "berlin warehouse", "--all-words", "--ignore-case"];
+    assert_eq!(found(&fx, &words), "warehouse");
+    assert_eq!(found(&fx, &["search", "berlin warehouse", "--all-words"]), "");
+    let any = ["search", "WAREHOUSE metric", "--any-word", "--ignore-case"];
+    assert_eq!(found(&fx, &any), "ticket,units,warehouse");
+    let all = ["search", "warehouse unit", "--any-word", "--ignore-case", "--all", "--limit", "1"];
+    assert_eq!(found(&fx, &all), "ticket,units,warehouse,weight");
+
+    // The two word modes exclude each other, and a word mode needs a word.
+    one_line_error(
+        fx.cmd().args(["search", "a b", "--all-words", "--any-word"]),
+        INVALID,
+        "cannot be used with",
+    );
+    one_line_error(fx.cmd().args(["search", " \t ", "--all-words"]), INVALID, "query");
+    let many: Vec<String> = (0..17).map(|i| format!("w{i}")).collect();
+    one_line_error(fx.cmd().args(["search", &many.join(" "), "--any-word"]), INVALID, "16 words");
+}
+
+#[test]
+fn list_and_search_select_by_metadata() {
+    let fx = Fixture::new();
+    preferences(&fx);
+    assert_eq!(found(&fx, &["list", "--meta", "category=preferences"]), "units,warehouse");
+    let both = ["list", "--meta", "category=preferences", "--meta", "pinned=true"];
+    assert_eq!(found(&fx, &both), "units");
+    // VALUE is JSON when it is a JSON scalar, else text; numbers compare as numbers.
+    assert_eq!(found(&fx, &["list", "--meta", "pinned=\"true\""]), "");
+    assert_eq!(found(&fx, &["list", "--meta", "rank=1"]), "weight");
+    assert_eq!(found(&fx, &["list", "--meta", "code=7"]), "warehouse");
+    assert_eq!(found(&fx, &["list", "--meta", "code=\"7\""]), "units,weight");
+    assert_eq!(found(&fx, &["list", "--meta", "note=it's a b"]), "units,weight");
+    assert_eq!(found(&fx, &["list", "--meta", "pinned=null"]), "");
+    let search = ["search", "warehouse", "--ignore-case", "--meta", "category=support"];
+    assert_eq!(found(&fx, &search), "ticket");
+    let listed = ["list", "--meta", "category=preferences", "--all", "--limit", "1"];
+    assert_eq!(found(&fx, &listed), "units,warehouse");
+
+    // FIELD=VALUE needs both halves; at most 8 fields, each once.
+    for (arg, says) in [("category", "no '='"), ("=preferences", "field name is empty")] {
+        let mut cmd = fx.cmd();
+        cmd.args(["list", "--meta", arg]);
+        assert_one_line_error(&mut cmd, INVALID, says, arg);
+    }
+    let mut nine = fx.cmd();
+    nine.arg("list");
+    for i in 0..9 {
+        nine.args(["--meta", &format!("f{i}={i}")]);
+    }
+    one_line_error(&mut nine, INVALID, "at most 8");
+    one_line_error(
+        fx.cmd().args(["search", "q", "--meta", "a=1", "--meta", "a=2"]),
+        INVALID,
+        "twice",
+    );
+    assert!(!fx.path("absent.db").exists());
+}
+
+#[test]
+fn paging_hints_carry_the_selection_so_the_next_page_works() {
+    let fx = Fixture::new();
+    preferences(&fx);
+    let mut cmd = fx.cmd();
+    cmd.args(["list", "--meta", "category=preferences", "--limit", "1", "--json"]);
+    let first = cmd.output().unwrap();
+    assert_eq!(keys(&json_lines(&first.stdout)), ["units"]);
+    let (cursor, flags) = cursor_hint(&first.stderr);
+    assert_eq!(flags, "--meta category=preferences");
+    let next = ["list", "--limit", "1", "--after", &cursor, "--meta", "category=preferences"];
+    assert_eq!(found(&fx, &next), "warehouse");
+    // The cursor continues only that filter.
+    one_line_error(fx.cmd().args(["list", "--after", &cursor]), INVALID, "cursor");
+
+    let search = ["search", "e", "--any-word", "--ignore-case", "--meta", "note=it's a b"];
+    let mut cmd = fx.cmd();
+    cmd.args(search).args(["--limit", "1", "--meta", "code=\"7\"", "--json"]);
+    let first = cmd.output().unwrap();
+    assert_eq!(keys(&json_lines(&first.stdout)), ["units"]);
+    // Every flag, quoted for a shell where it needs to be.
+    let (cursor, flags) = cursor_hint(&first.stderr);
+    assert_eq!(flags, r#"--any-word --ignore-case --meta 'note=it'\''s a b' --meta 'code="7"'"#);
+    let mut next = fx.cmd();
+    next.args(search).args(["--meta", "code=\"7\"", "--after", &cursor, "--json"]);
+    assert_eq!(keys(&stdout_json(&mut next)), ["weight"]);
+    let mut search_words = fx.cmd();
+    search_words.args(["search", "e", "--all-words", "--ignore-case", "--limit", "1", "--json"]);
+    let first = search_words.output().unwrap();
+    let (cursor, flags) = cursor_hint(&first.stderr);
+    assert_eq!(flags, "--all-words --ignore-case");
+    let mut rest = fx.cmd();
+    rest.args(["search", "e", "--all-words", "--ignore-case", "--all", "--after", &cursor]);
+    let rest = keys(&stdout_json(rest.arg("--json"))).join(",");
+    let mut every = keys(&json_lines(&first.stdout)).join(",");
+    every.push(',');
+    every.push_str(&rest);
+    assert_eq!(every, "ticket,units,warehouse,weight");
+    for other in [&["--any-word", "--ignore-case"][..], &["--all-words"], &["--ignore-case"]] {
+        let mut cmd = fx.cmd();
+        cmd.args(["search", "e", "--after", &cursor]).args(other);
+        assert_one_line_error(&mut cmd, INVALID, "cursor", &other.join(" "));
+    }
 }
 
 #[test]

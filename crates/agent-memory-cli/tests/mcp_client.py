@@ -257,6 +257,94 @@ async def key_tools_scenario(binary, store, app):
         check(got["memory"]["content"] == "Bullets.", "bob's write stayed in bob's scope")
 
 
+def page_keys(page):
+    return [item["key"] for item in page["items"]]
+
+
+async def search_options(client):
+    """memory_search's `match` and `ignore_case`, and the `metadata` filter of memory_list and
+    memory_search, on a fresh scope. `client` is a `Server` here or tests/mcp_http_client.py's
+    `Client` (anything with `ok`, `error` and `session`)."""
+    tools = {tool.name: tool for tool in (await client.session.list_tools()).tools}
+    search = tools["memory_search"]
+    props = search.inputSchema["properties"]
+    check(props["match"]["type"] == "string" and "all_words" in props["match"]["description"],
+          f"match is declared: {props}")
+    check(props["ignore_case"]["type"] == "boolean", f"ignore_case is declared: {props}")
+    check(props["metadata"]["type"] == "object", f"search metadata is declared: {props}")
+    check(search.inputSchema["required"] == ["query"], "the new arguments are optional")
+    check(tools["memory_list"].inputSchema["properties"]["metadata"]["type"] == "object",
+          "list metadata is declared")
+    check("If a phrase search finds nothing" in search.description, search.description)
+
+    for key, content, metadata in [
+        ("units", "Reports in metric units", {"category": "preferences", "pinned": True}),
+        ("warehouse", "prefers the Berlin warehouse", {"category": "preferences"}),
+        ("ticket", "Ticket 7 is about the Warehouse in Hamburg", {"category": "support"}),
+        ("weight", "weighs 1 unit", {"rank": 1.0}),
+    ]:
+        await client.ok("memory_save", {"key": key, "content": content, "metadata": metadata})
+
+    async def found(tool, arguments):
+        return page_keys(await client.ok(tool, arguments))
+
+    # The default is unchanged: one case-sensitive phrase.
+    check(await found("memory_search", {"query": "berlin warehouse"}) == [], "phrase by default")
+    words = {"query": "berlin warehouse", "match": "all_words", "ignore_case": True}
+    check(await found("memory_search", words) == ["warehouse"], "all_words, any case")
+    sensitive = {"query": "berlin warehouse", "match": "all_words", "ignore_case": False}
+    check(await found("memory_search", sensitive) == [], "all_words is still case-sensitive")
+    any_word = {"query": "WAREHOUSE metric", "match": "any_word", "ignore_case": True}
+    check(await found("memory_search", any_word) == ["ticket", "units", "warehouse"], "any_word")
+    check(await found("memory_search", {"query": "BERLIN", "ignore_case": True}) == ["warehouse"],
+          "a phrase in any case")
+
+    # Metadata: equality on top-level fields, all of which must hold; 1 equals 1.0.
+    check(await found("memory_list", {"metadata": {"category": "preferences"}})
+          == ["units", "warehouse"], "list by category")
+    both = {"metadata": {"category": "preferences", "pinned": True}}
+    check(await found("memory_list", both) == ["units"], "list by two fields")
+    check(await found("memory_list", {"metadata": {"rank": 1}}) == ["weight"], "numbers")
+    by_meta = {"query": "warehouse", "ignore_case": True, "metadata": {"category": "support"}}
+    check(await found("memory_search", by_meta) == ["ticket"], "search by metadata")
+
+    # Pages of one page each: the options go with every call, and the cursors continue.
+    async def every_page(tool, arguments):
+        keys, cursor = [], None
+        for _ in range(20):
+            page = await client.ok(tool, dict(arguments, limit=1, cursor=cursor))
+            keys += page_keys(page)
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return keys, page
+        raise AssertionError(f"{tool}: cursors never end")
+
+    paged = {"query": "warehouse unit", "match": "any_word", "ignore_case": True}
+    keys, _ = await every_page("memory_search", paged)
+    check(keys == ["ticket", "units", "warehouse", "weight"], f"paged word search: {keys}")
+    keys, _ = await every_page("memory_list", {"metadata": {"category": "preferences"}})
+    check(keys == ["units", "warehouse"], f"paged metadata list: {keys}")
+    first = await client.ok("memory_search", dict(paged, limit=1))
+    msg = await client.error("memory_search", dict(paged, match="all_words",
+                                                   cursor=first["next_cursor"]))
+    check("`cursor`" in msg, f"a cursor continues only its own options: {msg}")
+
+    # Bad values are tool errors naming the argument.
+    msg = await client.error("memory_search", {"query": "q", "match": "fuzzy"})
+    check("`match`" in msg and "all_words" in msg, f"match message: {msg}")
+    msg = await client.error("memory_search", {"query": "q", "ignore_case": "yes"})
+    check("`ignore_case`" in msg, f"ignore_case message: {msg}")
+    msg = await client.error("memory_list", {"metadata": {"tags": ["private-tag"]}})
+    check("`metadata`" in msg and "private-tag" not in msg, f"metadata message: {msg}")
+    msg = await client.error("memory_list", {"match": "all_words"})
+    check("does not accept" in msg, f"list takes no match: {msg}")
+
+
+async def search_options_scenario(binary, store, app):
+    async with Server(binary, store, app, "gina", namespace="search") as gina:
+        await search_options(gina)
+
+
 async def fact_tools_scenario(binary, store, app):
     async with Server(binary, store, app, "carol", namespace="facts", tools="facts") as carol:
         tools = {tool.name: tool for tool in (await carol.session.list_tools()).tools}
@@ -347,6 +435,7 @@ async def memory_tool_scenario(binary, store, app):
 async def main():
     binary, store, app = sys.argv[1:4]
     await key_tools_scenario(binary, store, app)
+    await search_options_scenario(binary, store, app)
     await fact_tools_scenario(binary, store, app)
     await memory_tool_scenario(binary, store, app)
     print("mcp end-to-end scenario passed")

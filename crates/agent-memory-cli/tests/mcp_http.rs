@@ -91,6 +91,12 @@ fn two_users_through_one_server_see_only_their_own_memories() {
 }
 
 #[test]
+fn search_options_and_metadata_filters_work_over_http() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    scenario("search", &sqlite_store(&dir));
+}
+
+#[test]
 fn a_revoked_key_is_refused_within_a_second_without_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");
     scenario("revoke", &sqlite_store(&dir));

@@ -33,6 +33,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 
+# The checks of the search options are the stdio test's, run over HTTP.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcp_client import search_options  # noqa: E402
+
 KEY_TOOLS = {"memory_save", "memory_get", "memory_list", "memory_search", "memory_delete"}
 READ_TOOLS = {"memory_get", "memory_list", "memory_search"}
 PROTOCOL = "2025-06-18"
@@ -260,6 +264,16 @@ async def isolation(binary, store, app, home):
     for secret in [alice, bob, alice_work, "user-alice-51c", "user-bob-93d", "content-alice",
                    "content-bob", "bob's laptop", alice.split("_")[2]]:
         check(secret not in logs, f"the log leaks {secret[:16]}…: {logs}")
+
+
+async def search(binary, store, app, home):
+    """memory_search's match and ignore_case and the metadata filter over HTTP, exactly as over
+    stdio."""
+    keys = os.path.join(home, "keys.jsonl")
+    gina = api_key(binary, home, keys, "user-gina")
+    with Server(binary, store, app, ["--api-keys", keys], home) as server:
+        async with connect(server.url, gina, "gina") as client:
+            await search_options(client)
 
 
 async def revoke(binary, store, app, home):
@@ -724,6 +738,7 @@ SCENARIOS = {
     "read-only": read_only,
     "jwt": jwt_tokens,
     "hardening": hardening,
+    "search": search,
     "work": work,
     "load": load,
     "sigterm": sigterm_during_load,

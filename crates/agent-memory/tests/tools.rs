@@ -73,8 +73,11 @@ fn definitions_declare_the_issue_arguments_and_truthful_annotations() {
         ["content", "expected_revision", "expires_in_seconds", "key", "metadata"]
     );
     assert_eq!(args("memory_get"), ["key"]);
-    assert_eq!(args("memory_list"), ["cursor", "limit"]);
-    assert_eq!(args("memory_search"), ["cursor", "limit", "query"]);
+    assert_eq!(args("memory_list"), ["cursor", "limit", "metadata"]);
+    assert_eq!(
+        args("memory_search"),
+        ["cursor", "ignore_case", "limit", "match", "metadata", "query"]
+    );
     assert_eq!(args("memory_delete"), ["expected_revision", "key"]);
 
     let ann = |name: &str| defs.iter().find(|d| d.name == name).unwrap().annotations;
@@ -105,6 +108,49 @@ fn descriptions_tell_the_model_what_to_save_and_that_content_is_data() {
     }
     for reader in ["memory_get", "memory_list", "memory_search", "recall"] {
         assert!(text(reader).contains("not instructions"), "{reader}");
+    }
+    // When to reach for the search options, and what metadata selects by.
+    let search = text("memory_search");
+    assert!(search.contains("If a phrase search finds nothing"), "{search}");
+    assert!(search.contains("all_words") && search.contains("ignore_case"), "{search}");
+    for reader in ["memory_list", "memory_search"] {
+        assert!(text(reader).contains("{\"category\": \"preferences\"}"), "{reader}");
+    }
+    // Optional, and the defaults are today's behaviour: one case-sensitive phrase.
+    let search = tools::definitions().into_iter().find(|d| d.name == "memory_search").unwrap();
+    assert_eq!(search.required_arguments().collect::<Vec<_>>(), ["query"]);
+    let properties = &search.input_schema["properties"];
+    assert_eq!(properties["ignore_case"]["type"], "boolean");
+    assert_eq!(properties["metadata"]["type"], "object");
+    for mode in ["\"phrase\" (the default", "\"all_words\"", "\"any_word\""] {
+        let described = properties["match"]["description"].as_str().unwrap();
+        assert!(described.contains(mode), "{described}");
+    }
+}
+
+/// The schema keywords the module promises; an `enum` or a `maxProperties` would be refused by
+/// some function-calling APIs.
+#[test]
+fn schemas_keep_to_the_documented_vocabulary() {
+    const KEYWORDS: [&str; 9] = [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "description",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+    ];
+    for def in tools::definitions().into_iter().chain(tools::fact_definitions()) {
+        let schema = def.input_schema.as_object().unwrap();
+        assert!(schema.keys().all(|k| KEYWORDS.contains(&k.as_str())), "{}", def.name);
+        for (arg, property) in def.input_schema["properties"].as_object().unwrap() {
+            for keyword in property.as_object().unwrap().keys() {
+                assert!(KEYWORDS.contains(&keyword.as_str()), "{}.{arg}: {keyword}", def.name);
+            }
+        }
     }
 }
 
@@ -222,6 +268,203 @@ async fn list_and_search_page_with_cursors() {
     let err = fail(&memory, "memory_list", json!({"cursor": "not a cursor!"})).await;
     assert_eq!(err.field(), Some("cursor"));
     assert!(err.message().contains("malformed"), "{err}");
+}
+
+/// Keys of a list or search result.
+fn page_keys(page: &Value) -> Vec<&str> {
+    page["items"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect()
+}
+
+/// Follows a tool's cursors with `arguments` on every page; the keys found.
+async fn every_page(memory: &ScopedMemory, tool: &str, arguments: Value) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut cursor = Value::Null;
+    for _ in 0..20 {
+        let mut args = arguments.clone();
+        args["limit"] = json!(1);
+        args["cursor"] = cursor;
+        let page = call(memory, tool, args).await;
+        keys.extend(page_keys(&page).into_iter().map(str::to_owned));
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            return keys;
+        }
+    }
+    panic!("{tool} keeps returning cursors");
+}
+
+async fn preferences(user: &str) -> ScopedMemory {
+    let memory = ScopedMemory::new(started().await, scope(user));
+    let saves = [
+        ("units", "Reports in metric units", json!({"category": "preferences", "pinned": true})),
+        ("warehouse", "prefers the Berlin warehouse", json!({"category": "preferences"})),
+        ("ticket", "Ticket 7 is about the Warehouse in Hamburg", json!({"category": "support"})),
+        ("weight", "weighs 1 unit", json!({"rank": 1.0})),
+    ];
+    for (key, content, metadata) in saves {
+        call(&memory, "memory_save", json!({"key": key, "content": content, "metadata": metadata}))
+            .await;
+    }
+    memory
+}
+
+#[tokio::test]
+async fn search_matches_words_in_any_case_when_asked() {
+    let memory = preferences("words").await;
+    let search = |args: Value| {
+        let memory = &memory;
+        async move { page_keys(&call(memory, "memory_search", args).await).join(",") }
+    };
+    // The defaults are unchanged: one phrase, case-sensitive.
+    assert_eq!(search(json!({"query": "berlin warehouse"})).await, "");
+    assert_eq!(search(json!({"query": "Berlin warehouse"})).await, "warehouse");
+    let explicit = json!({"query": "Berlin warehouse", "match": "phrase", "ignore_case": false});
+    assert_eq!(search(explicit).await, "warehouse");
+    let nulls = json!({"query": "Berlin", "match": null, "ignore_case": null, "metadata": null});
+    assert_eq!(search(nulls).await, "warehouse");
+
+    // What the description suggests after an empty phrase search.
+    let words = json!({"query": "berlin warehouse", "match": "all_words", "ignore_case": true});
+    assert_eq!(search(words).await, "warehouse");
+    let sensitive = json!({"query": "berlin warehouse", "match": "all_words"});
+    assert_eq!(search(sensitive).await, "");
+    let any = json!({"query": "WAREHOUSE metric", "match": "any_word", "ignore_case": true});
+    assert_eq!(search(any).await, "ticket,units,warehouse");
+    let reordered =
+        json!({"query": "units metric report", "match": "all_words", "ignore_case": true});
+    assert_eq!(search(reordered).await, "units");
+    let phrase = json!({"query": "THE BERLIN", "ignore_case": true});
+    assert_eq!(search(phrase).await, "warehouse");
+
+    // Paging carries the options: every page repeats them, and the cursors continue.
+    let all = json!({"query": "warehouse unit", "match": "any_word", "ignore_case": true});
+    assert_eq!(
+        every_page(&memory, "memory_search", all).await,
+        ["ticket", "units", "warehouse", "weight"]
+    );
+}
+
+#[tokio::test]
+async fn list_and_search_select_by_metadata() {
+    let memory = preferences("meta").await;
+    let list = |args: Value| {
+        let memory = &memory;
+        async move { page_keys(&call(memory, "memory_list", args).await).join(",") }
+    };
+    assert_eq!(list(json!({})).await, "ticket,units,warehouse,weight");
+    assert_eq!(list(json!({"metadata": {}})).await, "ticket,units,warehouse,weight");
+    assert_eq!(list(json!({"metadata": {"category": "preferences"}})).await, "units,warehouse");
+    let both = json!({"metadata": {"category": "preferences", "pinned": true}});
+    assert_eq!(list(both).await, "units");
+    assert_eq!(list(json!({"metadata": {"pinned": false}})).await, "");
+    // Numbers compare as numbers; an absent field equals nothing, not even null.
+    assert_eq!(list(json!({"metadata": {"rank": 1}})).await, "weight");
+    assert_eq!(list(json!({"metadata": {"pinned": null}})).await, "");
+    let paged = json!({"metadata": {"category": "preferences"}});
+    assert_eq!(every_page(&memory, "memory_list", paged).await, ["units", "warehouse"]);
+
+    let search = json!({"query": "warehouse", "ignore_case": true,
+                        "metadata": {"category": "preferences"}});
+    assert_eq!(page_keys(&call(&memory, "memory_search", search).await), ["warehouse"]);
+    let support = json!({"query": "warehouse", "match": "all_words", "ignore_case": true,
+                         "metadata": {"category": "support"}});
+    assert_eq!(every_page(&memory, "memory_search", support).await, ["ticket"]);
+}
+
+#[tokio::test]
+async fn a_cursor_continues_only_the_options_it_came_from() {
+    let memory = preferences("cursors").await;
+    let first = json!({"query": "e", "match": "all_words", "ignore_case": true, "limit": 1});
+    let page = call(&memory, "memory_search", first.clone()).await;
+    let cursor = page["next_cursor"].clone();
+    assert!(cursor.is_string(), "more than one record contains e: {page}");
+    for changed in [
+        json!({"match": "any_word"}),
+        json!({"match": null}),
+        json!({"ignore_case": false}),
+        json!({"metadata": {"category": "preferences"}}),
+    ] {
+        let mut args = first.clone();
+        for (name, value) in changed.as_object().unwrap() {
+            args[name] = value.clone();
+        }
+        args["cursor"] = cursor.clone();
+        let err = fail(&memory, "memory_search", args).await;
+        assert_eq!(err.field(), Some("cursor"), "{changed}: {err}");
+        assert!(err.message().contains("next_cursor"), "{err}");
+    }
+    let page = call(
+        &memory,
+        "memory_list",
+        json!({"metadata": {"category": "preferences"},
+                                                     "limit": 1}),
+    )
+    .await;
+    let err = fail(&memory, "memory_list", json!({"cursor": page["next_cursor"]})).await;
+    assert_eq!(err.field(), Some("cursor"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_search_options_name_the_argument() {
+    let store = started().await;
+    let memory = ScopedMemory::new(store.clone(), scope("options"));
+    let nine: serde_json::Map<String, Value> =
+        (0..9).map(|i| (format!("f{i}"), json!("private-value"))).collect();
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        ("memory_search", json!({"query": "q", "match": "fuzzy"}), "match", "\"all_words\""),
+        ("memory_search", json!({"query": "q", "match": "ALL_WORDS"}), "match", "\"any_word\""),
+        ("memory_search", json!({"query": "q", "match": 1}), "match", "\"phrase\""),
+        ("memory_search", json!({"query": "q", "match": ["phrase"]}), "match", "\"phrase\""),
+        (
+            "memory_search",
+            json!({"query": "q", "ignore_case": "true"}),
+            "ignore_case",
+            "true or false",
+        ),
+        ("memory_search", json!({"query": "q", "ignore_case": 1}), "ignore_case", "true or false"),
+        ("memory_search", json!({"query": "q", "metadata": "category"}), "metadata", "object"),
+        ("memory_search", json!({"query": "q", "metadata": [1]}), "metadata", "object"),
+        ("memory_list", json!({"metadata": Value::Object(nine)}), "metadata", "at most 8"),
+        (
+            "memory_list",
+            json!({"metadata": {"tags": ["private-value"]}}),
+            "metadata",
+            "strings, numbers, booleans or null",
+        ),
+        (
+            "memory_list",
+            json!({"metadata": {"nested": {"private-value": 1}}}),
+            "metadata",
+            "strings, numbers, booleans or null",
+        ),
+        ("memory_list", json!({"metadata": {"": 1}}), "metadata", "field names"),
+        (
+            "memory_list",
+            json!({"metadata": {"note": "private-value".repeat(100)}}),
+            "metadata",
+            "at most 1024 bytes",
+        ),
+        // The options of search are not list's, and list's are not get's.
+        ("memory_list", json!({"match": "all_words"}), "match", "does not accept"),
+        ("memory_list", json!({"ignore_case": true}), "ignore_case", "does not accept"),
+        ("memory_get", json!({"key": "k", "metadata": {"a": 1}}), "metadata", "does not accept"),
+        // The store checks the words of the query.
+        ("memory_search", json!({"query": "  \t ", "match": "all_words"}), "query", "query"),
+        (
+            "memory_search",
+            json!({"query": (0..17).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" "),
+                   "match": "any_word"}),
+            "query",
+            "16",
+        ),
+    ];
+    for (tool, args, field, words) in cases {
+        let err = fail(&memory, tool, args.clone()).await;
+        assert_eq!(err.kind(), ToolErrorKind::InvalidArguments, "{tool} {field}: {err}");
+        assert_eq!(err.field(), Some(field), "{tool} {args}: {err}");
+        assert!(err.message().contains(words), "{tool} {args}: {err}");
+        assert!(!err.message().contains("private-value"), "metadata values stay private: {err}");
+    }
 }
 
 #[tokio::test]

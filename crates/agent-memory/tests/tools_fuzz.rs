@@ -59,7 +59,7 @@ const TOOL_NAMES: [&str; 8] = [
 ];
 
 /// Every argument any tool declares.
-const DECLARED: [&str; 10] = [
+const DECLARED: [&str; 12] = [
     "key",
     "content",
     "metadata",
@@ -68,6 +68,8 @@ const DECLARED: [&str; 10] = [
     "limit",
     "cursor",
     "query",
+    "match",
+    "ignore_case",
     "text",
     "fact_id",
 ];
@@ -231,6 +233,7 @@ fn plausible_value(argument: &str) -> BoxedStrategy<Value> {
         .boxed(),
         "metadata" => prop_oneof![
             Just(json!({"category": "preferences"})),
+            Just(json!({"pinned": true, "rank": 1.0, "gone": null})),
             prop::collection::btree_map(hostile_text(), arb_json(), 0..4)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
             deep_json().prop_map(|v| json!({ "deep": v })),
@@ -243,6 +246,13 @@ fn plausible_value(argument: &str) -> BoxedStrategy<Value> {
         .boxed(),
         "expected_revision" => (1_u32..40).prop_map(|n| json!(format!("{n:x}"))).boxed(),
         "limit" => (1_u64..=100).prop_map(Value::from).boxed(),
+        "match" => prop_oneof![
+            prop::sample::select(vec!["phrase", "all_words", "any_word"]).prop_map(|s| json!(s)),
+            prop::sample::select(vec!["", "ALL_WORDS", "all words", "fuzzy", "phrase\u{0}"])
+                .prop_map(|s| json!(s)),
+        ]
+        .boxed(),
+        "ignore_case" => any::<bool>().prop_map(Value::Bool).boxed(),
         "cursor" => cursor_text().prop_map(Value::String).boxed(),
         _ => arg_value(),
     }
@@ -562,6 +572,28 @@ proptest! {
                     }
                 }
                 prop_assert!(found, "a literal search for the saved content finds it");
+                // Every word of the content's start occurs in the content, in any case.
+                let words = query.split_whitespace().count();
+                if (1..=agent_memory::MAX_QUERY_WORDS).contains(&words) {
+                    let mut found = false;
+                    let mut cursor = Value::Null;
+                    for _ in 0..100 {
+                        let request = json!({"query": query, "match": "all_words",
+                                             "ignore_case": true, "limit": 100,
+                                             "cursor": cursor});
+                        let page = tools::dispatch(&memory, tools::MEMORY_SEARCH, &request)
+                            .await
+                            .map_err(|e| TestCaseError::fail(format!("word search failed: {e}")))?;
+                        found |= page["items"].as_array().is_some_and(|items| {
+                            items.iter().any(|item| item["key"] == arguments["key"])
+                        });
+                        cursor = page["next_cursor"].clone();
+                        if cursor.is_null() {
+                            break;
+                        }
+                    }
+                    prop_assert!(found, "a word search in any case finds the saved content");
+                }
             }
             Ok(())
         })?;

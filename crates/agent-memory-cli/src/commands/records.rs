@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_memory::{
-    validation, Cursor, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite,
-    PageRequest, Revision, Timestamp,
+    validation, Case, Cursor, MatchMode, MemoryPage, MemoryRecord, MemoryScope, MemoryStore,
+    MemoryWrite, PageRequest, Revision, Timestamp,
 };
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -15,6 +15,7 @@ use tokio::io::AsyncReadExt;
 use super::globals::Globals;
 use crate::duration;
 use crate::exit::{CliError, CliResult};
+use crate::meta::{self, Condition};
 use crate::output::{escape_text, Output};
 use crate::progress::eprintln_safe;
 
@@ -37,13 +38,29 @@ pub enum Command {
         #[arg(long, value_name = "PREFIX")]
         prefix: Option<String>,
         #[command(flatten)]
+        meta: MetaArgs,
+        #[command(flatten)]
         page: PageArgs,
     },
 
-    /// List memories whose content contains QUERY (literal, case-sensitive).
+    /// List memories whose content contains QUERY (literal; case-sensitive unless
+    /// --ignore-case).
     Search {
-        /// Text to look for; `%`, `_`, `*` and `\` match themselves.
+        /// Text to look for, as one phrase (or words with --all-words/--any-word); `%`, `_`,
+        /// `*` and `\` match themselves.
         query: String,
+        /// Compare after Unicode simple case folding: "berlin" finds "Berlin".
+        #[arg(long)]
+        ignore_case: bool,
+        /// Match when every word of QUERY (split on white space, at most 16) occurs, in any
+        /// order.
+        #[arg(long, conflicts_with = "any_word")]
+        all_words: bool,
+        /// Match when at least one word of QUERY occurs.
+        #[arg(long)]
+        any_word: bool,
+        #[command(flatten)]
+        meta: MetaArgs,
         #[command(flatten)]
         page: PageArgs,
     },
@@ -84,6 +101,16 @@ pub struct PutArgs {
     create_only: bool,
 }
 
+/// The metadata filter of `list` and `search`.
+#[derive(Debug, Args)]
+pub struct MetaArgs {
+    /// Only records whose metadata field FIELD equals VALUE: JSON when VALUE is a JSON scalar
+    /// (pinned=true, rank=2, code='"7"'), else the text (category=preferences). Repeat for up
+    /// to 8 fields; all must match.
+    #[arg(long = "meta", value_name = "FIELD=VALUE", value_parser = meta::parse)]
+    conditions: Vec<Condition>,
+}
+
 /// Paging options of `list` and `search`.
 #[derive(Debug, Args)]
 pub struct PageArgs {
@@ -91,7 +118,8 @@ pub struct PageArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
     limit: u8,
 
-    /// Continue after this cursor (printed on stderr when more records are left).
+    /// Continue after this cursor (printed on stderr when more records are left, with the
+    /// options to repeat: a cursor continues only the same selection).
     #[arg(long, value_name = "CURSOR")]
     after: Option<String>,
 
@@ -124,19 +152,42 @@ struct Put {
     expires_in: Option<Duration>,
 }
 
-/// Checked paging options.
+/// Checked paging and selection options.
 #[derive(Debug)]
 struct Page {
     limit: usize,
     after: Option<Cursor>,
     all: bool,
-    /// `list` only; empty for every key.
-    prefix: String,
+    /// What every request of the walk carries besides its limit and cursor: the prefix
+    /// (`list`), match mode and case (`search`) and metadata filter.
+    select: PageRequest,
+    /// The flags that chose `select`, repeated after the cursor in the hint: a cursor
+    /// continues only the same selection.
+    flags: Vec<String>,
 }
 
 impl Page {
-    fn prefix(self, prefix: String) -> Self {
-        Self { prefix, ..self }
+    fn prefix(mut self, prefix: String) -> Self {
+        if !prefix.is_empty() {
+            self.flags.splice(0..0, ["--prefix".to_owned(), prefix.clone()]);
+        }
+        self.select = self.select.prefix(prefix);
+        self
+    }
+
+    fn search(mut self, matching: MatchMode, case: Case) -> Self {
+        let mut flags = Vec::new();
+        match matching {
+            MatchMode::AllWords => flags.push("--all-words".to_owned()),
+            MatchMode::AnyWord => flags.push("--any-word".to_owned()),
+            _ => {}
+        }
+        if case == Case::Insensitive {
+            flags.push("--ignore-case".to_owned());
+        }
+        self.flags.splice(0..0, flags);
+        self.select = self.select.match_mode(matching).case(case);
+        self
     }
 }
 
@@ -160,13 +211,22 @@ impl Command {
         let action = match self {
             Command::Put(args) => Action::Put(args.prepare().await?),
             Command::Get { key } => Action::Get { key },
-            Command::List { prefix, page } => {
+            Command::List { prefix, meta, page } => {
                 let prefix = prefix.unwrap_or_default();
                 validation::key_prefix(&prefix)?;
-                Action::List { query: None, page: page.prepare()?.prefix(prefix) }
+                Action::List { query: None, page: page.prepare(&meta)?.prefix(prefix) }
             }
-            Command::Search { query, page } => {
-                Action::List { query: Some(query), page: page.prepare()? }
+            Command::Search { query, ignore_case, all_words, any_word, meta, page } => {
+                let matching = match (all_words, any_word) {
+                    (true, _) => MatchMode::AllWords,
+                    (_, true) => MatchMode::AnyWord,
+                    _ => MatchMode::Phrase,
+                };
+                let case = if ignore_case { Case::Insensitive } else { Case::Sensitive };
+                // The query's words are checked here too, before the store is opened.
+                agent_memory::provider::TextMatcher::new(&query, matching, case)?;
+                let page = page.prepare(&meta)?.search(matching, case);
+                Action::List { query: Some(query), page }
             }
             Command::Delete { key, if_revision } => {
                 Action::Delete { key, expected: if_revision.map(Revision::new).transpose()? }
@@ -196,9 +256,21 @@ impl PutArgs {
 }
 
 impl PageArgs {
-    fn prepare(self) -> CliResult<Page> {
+    fn prepare(self, meta: &MetaArgs) -> CliResult<Page> {
         let after = self.after.as_deref().map(Cursor::parse).transpose()?;
-        Ok(Page { limit: usize::from(self.limit), after, all: self.all, prefix: String::new() })
+        let filter = meta::filter(&meta.conditions)?;
+        let flags = meta
+            .conditions
+            .iter()
+            .flat_map(|condition| ["--meta".to_owned(), condition.given().to_owned()])
+            .collect();
+        Ok(Page {
+            limit: usize::from(self.limit),
+            after,
+            all: self.all,
+            select: PageRequest::default().metadata(filter),
+            flags,
+        })
     }
 }
 
@@ -290,11 +362,12 @@ async fn list(
     page: Page,
     out: &mut Output,
 ) -> CliResult {
-    let Page { limit, after: mut cursor, all, prefix } = page;
+    let Page { limit, after: mut cursor, all, select, flags } = page;
     let mut collected: Vec<MemoryRecord> = Vec::new();
     loop {
         let want = if all { limit } else { limit - collected.len() };
-        let request = PageRequest::new(want).after_opt(cursor.take()).prefix(prefix.as_str());
+        let mut request = select.clone().after_opt(cursor.take());
+        request.limit = want;
         let page = fetch(store, scope, query, request).await?;
         if all && out.is_json() {
             // Stream: `list --all --json` over a large namespace never holds it all.
@@ -312,7 +385,12 @@ async fn list(
     }
     if let Some(cursor) = cursor {
         out.flush()?;
-        eprintln_safe(&format!("more records: continue with --after {cursor}"));
+        let mut hint = format!("more records: continue with --after {cursor}");
+        for flag in &flags {
+            hint.push(' ');
+            hint.push_str(&shell_word(flag));
+        }
+        eprintln_safe(&hint);
     }
     Ok(())
 }
@@ -344,6 +422,16 @@ async fn delete(
         return Err(not_found(&key));
     }
     out.summary(&format!("deleted {}", escape_text(&key)), &json!({"deleted": true, "key": key}))
+}
+
+/// `word` as one shell word to paste back: as it is when it holds only characters no shell
+/// treats specially, else in single quotes; control characters are shown escaped.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    format!("'{}'", escape_text(word).replace('\'', "'\\''"))
 }
 
 fn not_found(key: &str) -> CliError {

@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 
 use super::definitions::{Tool, ToolDefinition, MAX_EXPIRES_IN_SECONDS};
 use super::error::{printable, ToolError, ToolErrorKind};
+use crate::error::MemoryError;
+use crate::matching::{Case, MatchMode, MetadataFilter, MAX_METADATA_FILTER_FIELDS};
 use crate::page::{Cursor, PageRequest, DEFAULT_PAGE_LIMIT};
 use crate::record::Revision;
 use crate::validation::MAX_PAGE_LIMIT;
@@ -33,11 +35,15 @@ pub(super) enum KeyToolCall {
     /// `memory_get`.
     Get { key: String },
     /// `memory_list`.
-    List { page: PageRequest },
+    List {
+        /// Limit, cursor and metadata filter.
+        page: PageRequest,
+    },
     /// `memory_search`.
     Search {
-        /// Literal text the content must contain.
+        /// Literal text (a phrase, or words) the content must contain.
         query: String,
+        /// Limit, cursor, match mode, case and metadata filter.
         page: PageRequest,
     },
     /// `memory_delete`.
@@ -109,12 +115,19 @@ pub(super) fn memory_get(args: &Args<'_>) -> Result<KeyToolCall, ToolError> {
 
 /// Parses a `memory_list` call.
 pub(super) fn memory_list(args: &Args<'_>) -> Result<KeyToolCall, ToolError> {
-    Ok(KeyToolCall::List { page: args.page()? })
+    let page = args.page()?.metadata(args.metadata_filter()?);
+    Ok(KeyToolCall::List { page })
 }
 
 /// Parses a `memory_search` call.
 pub(super) fn memory_search(args: &Args<'_>) -> Result<KeyToolCall, ToolError> {
-    Ok(KeyToolCall::Search { query: args.required_string("query")?, page: args.page()? })
+    let query = args.required_string("query")?;
+    let page = args
+        .page()?
+        .match_mode(args.match_mode()?)
+        .case(args.case()?)
+        .metadata(args.metadata_filter()?);
+    Ok(KeyToolCall::Search { query, page })
 }
 
 /// Parses a `memory_delete` call.
@@ -256,6 +269,50 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// `ignore_case`: [`Case::Insensitive`] for `true`; sensitive when false or left out.
+    fn case(&self) -> Result<Case, ToolError> {
+        match self.get("ignore_case") {
+            None | Some(Value::Bool(false)) => Ok(Case::Sensitive),
+            Some(Value::Bool(true)) => Ok(Case::Insensitive),
+            Some(_) => {
+                Err(ToolError::invalid("ignore_case", "`ignore_case` must be true or false"))
+            }
+        }
+    }
+
+    /// `match`: the search's match mode, `phrase` when left out.
+    fn match_mode(&self) -> Result<MatchMode, ToolError> {
+        let refused = || {
+            ToolError::invalid("match", "`match` must be \"phrase\", \"all_words\" or \"any_word\"")
+        };
+        match self.get("match") {
+            None => Ok(MatchMode::Phrase),
+            Some(Value::String(name)) => name.parse().map_err(|_| refused()),
+            Some(_) => Err(refused()),
+        }
+    }
+
+    /// `metadata` of `memory_list` and `memory_search`: equality conditions on top-level
+    /// metadata fields; empty when left out.
+    fn metadata_filter(&self) -> Result<MetadataFilter, ToolError> {
+        let Some(value) = self.get("metadata") else { return Ok(MetadataFilter::new()) };
+        // The reasons name the rule, never a field's name or value (metadata is private).
+        MetadataFilter::from_json(value).map_err(|err| {
+            let reason = match err {
+                MemoryError::Invalid { reason, .. } => reason,
+                _ => "is not a filter".to_owned(),
+            };
+            ToolError::invalid(
+                "metadata",
+                format!(
+                    "invalid `metadata`: {reason}; pass an object of at most {MAX_METADATA_FILTER_FIELDS} \
+                     top-level fields and the values they must equal (strings, numbers, \
+                     booleans or null), for example {{\"category\": \"preferences\"}}"
+                ),
+            )
+        })
+    }
+
     fn integer(&self, field: &str, max: u64) -> Result<Option<u64>, ToolError> {
         let Some(value) = self.get(field) else { return Ok(None) };
         // Some clients send whole numbers as floats (5.0).
@@ -350,6 +407,29 @@ mod tests {
         assert_eq!(key_call("memory_save", &nulls), key_call("memory_save", &bare));
         let first_page = KeyToolCall::List { page: PageRequest::new(DEFAULT_PAGE_LIMIT) };
         assert_eq!(key_call("memory_list", &Value::Null), Ok(first_page));
+    }
+
+    #[test]
+    fn search_options_parse_into_the_page_request() {
+        let call = key_call(
+            "memory_search",
+            &json!({"query": "berlin warehouse", "match": "all_words", "ignore_case": true,
+                    "metadata": {"category": "preferences"}, "limit": 5}),
+        );
+        let page = PageRequest::new(5)
+            .all_words()
+            .ignore_case()
+            .metadata(MetadataFilter::new().field("category", "preferences"));
+        assert_eq!(call, Ok(KeyToolCall::Search { query: "berlin warehouse".to_owned(), page }));
+
+        let defaults = key_call("memory_search", &json!({"query": "q", "ignore_case": false}));
+        let page = PageRequest::new(DEFAULT_PAGE_LIMIT);
+        assert_eq!(defaults, Ok(KeyToolCall::Search { query: "q".to_owned(), page }));
+
+        let listed = key_call("memory_list", &json!({"metadata": {"pinned": true}}));
+        let page = PageRequest::new(DEFAULT_PAGE_LIMIT)
+            .metadata(MetadataFilter::new().field("pinned", true));
+        assert_eq!(listed, Ok(KeyToolCall::List { page }));
     }
 
     /// Required string arguments only: every parser then reads every argument it knows, and

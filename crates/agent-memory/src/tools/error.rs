@@ -76,11 +76,13 @@ impl std::error::Error for ToolError {}
 /// How a tool set's arguments name the library's fields, as `(library field, argument)` pairs.
 pub(super) type FieldNames = &'static [(&'static str, &'static str)];
 
-/// The key tools pass a revision as `expected_revision` and an expiry as a duration.
+/// The key tools pass a revision as `expected_revision`, an expiry as a duration and a
+/// search's case as the `ignore_case` flag.
 pub(super) const KEY_FIELD_NAMES: FieldNames = &[
     ("revision", "expected_revision"),
     ("expires_at", "expires_in_seconds"),
     ("timestamp", "expires_in_seconds"),
+    ("case", "ignore_case"),
 ];
 
 /// The fact tools store a fact's text as the content and its id as the key.

@@ -12,7 +12,26 @@
 //! Schema for the arguments (an object with `"additionalProperties": false`, using only
 //! `type`, `properties`, `required`, `description`, `minimum`, `maximum`, `minLength` and
 //! `maxLength`, which every function-calling API accepts), and [`ToolAnnotations`]. Pass the
-//! schema as OpenAI's `parameters`, Anthropic's `input_schema` or MCP's `inputSchema`.
+//! schema as OpenAI's `parameters`, Anthropic's `input_schema` or MCP's `inputSchema`. Where an
+//! argument takes one of a few words (`memory_search`'s `match`), the description lists them
+//! and the dispatcher refuses any other, instead of an `enum` some APIs reject.
+//!
+//! # Searching and filtering
+//!
+//! `memory_search` matches literally, as [`MemoryStore::search`](crate::MemoryStore::search)
+//! does, and by default exactly as it always has: the whole `query` as one case-sensitive
+//! phrase. Its optional arguments map onto the [`PageRequest`](crate::PageRequest):
+//!
+//! | argument | values | request |
+//! | --- | --- | --- |
+//! | `match` | `"phrase"` (default), `"all_words"`, `"any_word"` | [`match_mode`](crate::PageRequest::match_mode) |
+//! | `ignore_case` | `false` (default), `true` | [`case`](crate::PageRequest::case) ([`Case::Insensitive`](crate::Case::Insensitive) for `true`) |
+//! | `metadata` | an object of at most 8 top-level fields and the values they must equal | [`metadata`](crate::PageRequest::metadata), from [`MetadataFilter::from_json`](crate::MetadataFilter::from_json) |
+//!
+//! `memory_list` takes `metadata` too. The descriptions tell the model when to reach for them
+//! (a phrase search that finds nothing is worth repeating with `"all_words"` and
+//! `ignore_case`). A cursor continues only the call it came from: the next page must repeat
+//! the same `match`, `ignore_case` and `metadata`, or the cursor is refused as `cursor`.
 //!
 //! # The scope is not an argument
 //!

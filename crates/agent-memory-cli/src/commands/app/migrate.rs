@@ -1,455 +1,27 @@
-//! Whole-application commands: `users`, `apps` and `migrate` (of one application, or of every
-//! one with `--all-apps`), and the walk over every user of an application that they share
-//! with `purge-expired --all-users` and `export --all-users`.
-//!
-//! Every walk is a sequence of bounded calls: one page of ids, then one user at a time,
-//! namespace by namespace, one page of records at a time. Nothing is kept between users but
-//! counters, so memory does not grow with the store.
+//! `migrate`: copy one application (or every one) to another store and verify the copy.
 
 use std::sync::Arc;
 
-use agent_memory::provider::{application_cursor, user_cursor};
 use agent_memory::{
-    validation::{self, MAX_PAGE_LIMIT},
-    Cursor, MemoryError, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, Metadata,
-    PageRequest, Source, Timestamp,
+    validation::MAX_PAGE_LIMIT, MemoryError, MemoryStore, MemoryWrite, Metadata, Source, Timestamp,
 };
-use clap::Subcommand;
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
-use super::globals::Globals;
-use super::store::{Access, Lifetime};
+use crate::commands::store::{Access, Lifetime};
 use crate::exit::{CliError, CliResult, ErrorKind};
 use crate::output::{self, escape_text, Output};
 use crate::progress;
 
-/// The whole-application commands, as clap parses them.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// List the ids of the application's users that hold records (expired ones included), in
-    /// ascending byte order.
-    Users {
-        /// User ids per page, 1 to 100.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
-        limit: u8,
-
-        /// Continue after this user id (printed on stderr when more users are left).
-        #[arg(long, value_name = "USER")]
-        after: Option<String>,
-
-        /// Follow the listing to the end and print every user id.
-        #[arg(long)]
-        all: bool,
-    },
-
-    /// List the ids of the store's applications that hold records (expired ones included), in
-    /// ascending byte order (--app is not needed).
-    Apps {
-        /// Application ids per page, 1 to 100.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=100))]
-        limit: u8,
-
-        /// Continue after this application id (printed on stderr when more are left).
-        #[arg(long, value_name = "APP")]
-        after: Option<String>,
-
-        /// Follow the listing to the end and print every application id.
-        #[arg(long)]
-        all: bool,
-    },
-
-    /// Copy every live record of every user of --app (or of every application, with
-    /// --all-apps) from --store to another store, then verify record counts and a content
-    /// checksum per user.
-    Migrate {
-        /// The target store's URL (same forms as --store); optional with --dry-run, which
-        /// then only counts.
-        #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
-        to: Option<String>,
-
-        /// Migrate every application of the store, one after another in ascending byte order,
-        /// instead of --app.
-        // Not a clap conflict with --app: clap would count AGENT_MEMORY_APP too, and an app
-        // exported for everyday use is ignored here (`prepare` refuses a typed --app).
-        #[arg(long)]
-        all_apps: bool,
-
-        /// With --all-apps: continue with the application after this one (as a stopped
-        /// migration says).
-        #[arg(long, value_name = "APP", requires = "all_apps")]
-        after_app: Option<String>,
-
-        /// Continue after this user id: the users up to it are neither copied nor verified.
-        /// With --all-apps, it applies to the first application migrated.
-        #[arg(long, value_name = "USER")]
-        after: Option<String>,
-
-        /// Only count the users and live records that would be copied; with --to, also check
-        /// that the target can be reached (nothing is copied).
-        #[arg(long)]
-        dry_run: bool,
-    },
-}
-
-/// A whole-application command with its application (and any `--after` position) checked.
-#[derive(Debug)]
-pub enum Job {
-    Users {
-        application_id: String,
-        limit: usize,
-        after: Option<String>,
-        all: bool,
-    },
-    Apps {
-        limit: usize,
-        after: Option<String>,
-        all: bool,
-    },
-    Migrate {
-        application_id: String,
-        to: Option<String>,
-        after: Option<String>,
-        dry_run: bool,
-    },
-    MigrateAll {
-        to: Option<String>,
-        after_app: Option<String>,
-        after: Option<String>,
-        dry_run: bool,
-    },
-}
-
-impl Command {
-    /// Checks `--app` and any `--after` position before the store is opened.
-    ///
-    /// # Errors
-    /// `Invalid` for a missing or bad application id, or a bad `--after` or `--after-app`.
-    pub fn prepare(self, globals: &Globals) -> CliResult<Job> {
-        Ok(match self {
-            Command::Users { limit, after, all } => {
-                let application_id = globals.application("users")?;
-                check_after(after.as_deref())?;
-                Job::Users { application_id, limit: usize::from(limit), after, all }
-            }
-            Command::Apps { limit, after, all } => {
-                check_after_app(after.as_deref())?;
-                Job::Apps { limit: usize::from(limit), after, all }
-            }
-            Command::Migrate { to, all_apps: true, after_app, after, dry_run } => {
-                // A typed --app, before or after the command name; an AGENT_MEMORY_APP exported
-                // for everyday use is ignored, like --user is.
-                if globals.typed_app() {
-                    return Err(CliError::invalid(
-                        "--all-apps migrates every application: leave out --app",
-                    ));
-                }
-                check_after_app(after_app.as_deref())?;
-                check_after(after.as_deref())?;
-                Job::MigrateAll { to, after_app, after, dry_run }
-            }
-            Command::Migrate { to, all_apps: false, after, dry_run, .. } => {
-                let application_id = globals.application("migrate")?;
-                check_after(after.as_deref())?;
-                Job::Migrate { application_id, to, after, dry_run }
-            }
-        })
-    }
-}
-
-/// Checks a `--after USER` option: a user id like any other.
-///
-/// # Errors
-/// `Invalid` for a user id that breaks a scope rule.
-pub fn check_after(after: Option<&str>) -> CliResult {
-    if let Some(user) = after {
-        validation::id("user_id", user)?;
-    }
-    Ok(())
-}
-
-/// Checks an application id given as a position (`apps --after`, `migrate --after-app`).
-fn check_after_app(after: Option<&str>) -> CliResult {
-    if let Some(app) = after {
-        validation::id("application_id", app)?;
-    }
-    Ok(())
-}
-
-/// The error of a walk that stopped midway: "`what` stopped after `done` (continue with
-/// FLAG ID …)", the flags being where a rerun resumes (`--after USER`, with `--after-app APP`
-/// before it for `migrate --all-apps`), or `fresh` in the parentheses when nothing was
-/// finished. The one place `purge-expired --all-users` and `migrate` word it.
-pub fn stopped(
-    err: CliError,
-    what: &str,
-    done: &str,
-    resume: &[(&str, &str)],
-    fresh: &str,
-) -> CliError {
-    let resume = if resume.is_empty() {
-        fresh.to_owned()
-    } else {
-        let flags: Vec<String> =
-            resume.iter().map(|(flag, id)| format!("{flag} {}", escape_text(id))).collect();
-        format!("continue with {}", flags.join(" "))
-    };
-    err.context(&format!("{what} stopped after {done} ({resume}): "))
-}
-
-/// Runs a checked whole-application command against a started store.
-pub async fn run(job: Job, store: Arc<dyn MemoryStore>, out: &mut Output) -> CliResult {
-    match job {
-        Job::Users { application_id, limit, after, all } => {
-            let pages = IdPages::users(store.as_ref(), &application_id, after.as_deref());
-            print_ids(pages, &USERS, limit, all, out).await
-        }
-        Job::Apps { limit, after, all } => {
-            let pages = IdPages::applications(store.as_ref(), after.as_deref());
-            print_ids(pages, &APPLICATIONS, limit, all, out).await
-        }
-        Job::Migrate { application_id, to, after, dry_run } => {
-            let after = after.as_deref();
-            if dry_run {
-                check_target(to.as_deref()).await?;
-                return count_only(store.as_ref(), &application_id, after, out).await;
-            }
-            let target = open_target(to.as_deref()).await?;
-            let result = copy_and_verify(&store, &target, &application_id, after, out).await;
-            result.and(target.close().await.map_err(CliError::from))
-        }
-        Job::MigrateAll { to, after_app, after, dry_run } => {
-            let (after_app, after) = (after_app.as_deref(), after.as_deref());
-            if dry_run {
-                check_target(to.as_deref()).await?;
-                return count_all(store.as_ref(), after_app, after, out).await;
-            }
-            let target = open_target(to.as_deref()).await?;
-            let result = copy_and_verify_all(&store, &target, after_app, after, out).await;
-            result.and(target.close().await.map_err(CliError::from))
-        }
-    }
-}
-
-/// What an [`IdPages`] walks.
-#[derive(Debug, Clone, Copy)]
-enum Listing<'a> {
-    /// The users of one application (`list_users`).
-    Users(&'a str),
-    /// The applications of the store (`list_applications`).
-    Applications,
-}
-
-/// The users of one application, or the applications of the store, one bounded page at a
-/// time.
-pub struct IdPages<'a> {
-    store: &'a dyn MemoryStore,
-    listing: Listing<'a>,
-    cursor: Option<Cursor>,
-    started: bool,
-}
-
-impl<'a> IdPages<'a> {
-    /// Walks the users of `application_id`, starting after the user id `after` (the first
-    /// user without one).
-    pub fn users(store: &'a dyn MemoryStore, application_id: &'a str, after: Option<&str>) -> Self {
-        let cursor = after.map(|user| user_cursor(application_id, user));
-        Self { store, listing: Listing::Users(application_id), cursor, started: false }
-    }
-
-    /// Walks the applications of the store, starting after the application id `after` (the
-    /// first application without one).
-    pub fn applications(store: &'a dyn MemoryStore, after: Option<&str>) -> Self {
-        let cursor = after.map(application_cursor);
-        Self { store, listing: Listing::Applications, cursor, started: false }
-    }
-
-    /// The next page of ids (up to `limit`, possibly none while more follow), or `None` once
-    /// the listing is done.
-    ///
-    /// # Errors
-    /// As [`MemoryStore::list_users`] and [`MemoryStore::list_applications`].
-    pub async fn next(&mut self, limit: usize) -> CliResult<Option<Vec<String>>> {
-        if self.started && self.cursor.is_none() {
-            return Ok(None);
-        }
-        self.started = true;
-        let request = PageRequest::new(limit).after_opt(self.cursor.take());
-        let (items, cursor) = match self.listing {
-            Listing::Users(application_id) => {
-                let page = self.store.list_users(application_id, request).await?;
-                (page.items, page.next_cursor)
-            }
-            Listing::Applications => {
-                let page = self.store.list_applications(request).await?;
-                (page.items, page.next_cursor)
-            }
-        };
-        self.cursor = cursor;
-        Ok(Some(items))
-    }
-
-    /// Whether more pages may follow.
-    pub fn more(&self) -> bool {
-        !self.started || self.cursor.is_some()
-    }
-}
-
-/// How `users` and `apps` name what they print.
-struct Names {
-    /// The JSON field of one id.
-    field: &'static str,
-    /// What they are, in "more users" and "no users".
-    plural: &'static str,
-}
-
-const USERS: Names = Names { field: "user_id", plural: "users" };
-const APPLICATIONS: Names = Names { field: "application_id", plural: "applications" };
-
-/// `users` and `apps`: up to `limit` ids, or all with `all`; the id to continue after is
-/// printed on stderr, keeping stdout pure ids.
-async fn print_ids(
-    mut pages: IdPages<'_>,
-    names: &Names,
-    limit: usize,
-    all: bool,
-    out: &mut Output,
-) -> CliResult {
-    let mut printed = 0usize;
-    let mut last: Option<String> = None;
-    loop {
-        let want = if all { limit } else { limit - printed };
-        let Some(ids) = pages.next(want).await? else { break };
-        for id in ids {
-            if out.is_json() {
-                let mut object = serde_json::Map::new();
-                object.insert(names.field.to_owned(), id.clone().into());
-                out.json_line(&serde_json::Value::Object(object))?;
-            } else {
-                out.line(&escape_text(&id))?;
-            }
-            printed += 1;
-            last = Some(id);
-        }
-        if !pages.more() || (!all && printed >= limit) {
-            break;
-        }
-    }
-    if pages.more() {
-        if let Some(last) = last {
-            out.flush()?;
-            progress::eprintln_safe(&format!(
-                "more {}: continue with --after {}",
-                names.plural,
-                escape_text(&last)
-            ));
-        }
-    }
-    if printed == 0 && !out.is_json() {
-        out.line(&format!("no {}", names.plural))?;
-    }
-    Ok(())
-}
-
-/// Every live record of one user, namespace by namespace in ascending order and keys
-/// ascending within each, one bounded page at a time: `each` sees every page.
-///
-/// # Errors
-/// A store error, or the first error of `each`.
-pub async fn each_page<F>(
-    store: &dyn MemoryStore,
-    application_id: &str,
-    user_id: &str,
-    mut each: F,
-) -> CliResult<u64>
-where
-    F: AsyncFnMut(&MemoryScope, Vec<MemoryRecord>) -> CliResult,
-{
-    let mut namespaces = 0u64;
-    let mut namespace_cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(namespace_cursor);
-        let page = store.list_namespaces(application_id, user_id, request).await?;
-        for scope in &page.items {
-            namespaces += 1;
-            let mut cursor = None;
-            loop {
-                let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
-                let records = store.list(scope, request).await?;
-                cursor = records.next_cursor;
-                each(scope, records.items).await?;
-                if cursor.is_none() {
-                    break;
-                }
-            }
-        }
-        namespace_cursor = page.next_cursor;
-        if namespace_cursor.is_none() {
-            return Ok(namespaces);
-        }
-    }
-}
-
-/// Every live record of one user, as [`each_page`] walks them, one bounded page per call
-/// to [`next`](Self::next): usable inside a spawned task, where a closure's future could not
-/// be proven `Send`.
-struct RecordPages<'a> {
-    store: &'a dyn MemoryStore,
-    application_id: &'a str,
-    user_id: &'a str,
-    namespaces: std::vec::IntoIter<MemoryScope>,
-    namespace_cursor: Option<Cursor>,
-    namespaces_done: bool,
-    current: Option<(MemoryScope, Option<Cursor>)>,
-}
-
-impl<'a> RecordPages<'a> {
-    fn new(store: &'a dyn MemoryStore, application_id: &'a str, user_id: &'a str) -> Self {
-        Self {
-            store,
-            application_id,
-            user_id,
-            namespaces: Vec::new().into_iter(),
-            namespace_cursor: None,
-            namespaces_done: false,
-            current: None,
-        }
-    }
-
-    /// The next page of records with its namespace, or `None` once the user is done.
-    async fn next(&mut self) -> CliResult<Option<(MemoryScope, Vec<MemoryRecord>)>> {
-        loop {
-            if let Some((scope, cursor)) = self.current.take() {
-                let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
-                let page = self.store.list(&scope, request).await?;
-                if let Some(next) = page.next_cursor {
-                    self.current = Some((scope.clone(), Some(next)));
-                }
-                return Ok(Some((scope, page.items)));
-            }
-            if let Some(scope) = self.namespaces.next() {
-                self.current = Some((scope, None));
-                continue;
-            }
-            if self.namespaces_done {
-                return Ok(None);
-            }
-            let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(self.namespace_cursor.take());
-            let page =
-                self.store.list_namespaces(self.application_id, self.user_id, request).await?;
-            self.namespace_cursor = page.next_cursor;
-            self.namespaces_done = self.namespace_cursor.is_none();
-            self.namespaces = page.items.into_iter();
-        }
-    }
-}
+use super::pages::{each_page, IdPages, RecordPages};
+use super::stopped;
 
 /// What `migrate` compares of a record: everything the target store does not assign anew
 /// (revision, `created_at` and `updated_at` are the target's, as with `import`).
 #[derive(Serialize)]
-struct Compared<'a> {
+pub(super) struct Compared<'a> {
     namespace: &'a str,
     key: &'a str,
     content: &'a str,
@@ -461,16 +33,20 @@ struct Compared<'a> {
 /// One user's live records as verification sees them: how many, and a SHA-256 over them in
 /// listing order (namespaces ascending, keys ascending), which both stores share.
 #[derive(Debug, PartialEq, Eq)]
-struct Tally {
+pub(super) struct Tally {
     records: u64,
     digest: [u8; 32],
 }
 
 /// How far past the start of a verification a record's expiry must lie for it to be compared:
 /// one that expires sooner may vanish from one store between the two readings.
-const EXPIRY_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
+pub(super) const EXPIRY_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
-async fn tally(store: &dyn MemoryStore, application_id: &str, user_id: &str) -> CliResult<Tally> {
+pub(super) async fn tally(
+    store: &dyn MemoryStore,
+    application_id: &str,
+    user_id: &str,
+) -> CliResult<Tally> {
     let cutoff = Timestamp::now().saturating_add(EXPIRY_MARGIN);
     let mut hasher = Sha256::new();
     let mut records = 0u64;
@@ -497,7 +73,7 @@ async fn tally(store: &dyn MemoryStore, application_id: &str, user_id: &str) -> 
 }
 
 /// `migrate --dry-run`: the users and live records a migration would copy.
-async fn count_only(
+pub(super) async fn count_only(
     store: &dyn MemoryStore,
     application_id: &str,
     after: Option<&str>,
@@ -519,7 +95,7 @@ async fn count_only(
 
 /// `migrate --all-apps --dry-run`: per application and in all, the users and live records a
 /// migration would copy.
-async fn count_all(
+pub(super) async fn count_all(
     store: &dyn MemoryStore,
     after_app: Option<&str>,
     after: Option<&str>,
@@ -576,7 +152,7 @@ async fn count_all(
 }
 
 /// The users after `after` of one application, and their live records.
-async fn count_application(
+pub(super) async fn count_application(
     store: &dyn MemoryStore,
     application_id: &str,
     after: Option<&str>,
@@ -599,10 +175,10 @@ async fn count_application(
 }
 
 /// Opens and starts the target store of a migration.
-async fn open_target(to: Option<&str>) -> CliResult<Arc<dyn MemoryStore>> {
+pub(super) async fn open_target(to: Option<&str>) -> CliResult<Arc<dyn MemoryStore>> {
     let to = to.ok_or_else(|| CliError::invalid("migrate needs --to URL (or --dry-run)"))?;
     // A one-run command: a SQLite target is read without a map, like the source.
-    super::store::open_started(to, Lifetime::OneRun, Access::Create)
+    crate::commands::store::open_started(to, Lifetime::OneRun, Access::Create)
         .await
         .map_err(|e| e.context("--to: "))
 }
@@ -610,9 +186,10 @@ async fn open_target(to: Option<&str>) -> CliResult<Arc<dyn MemoryStore>> {
 /// `--dry-run --to URL`: the target must be reachable (and its schema valid) for the dry run
 /// to say the migration would work; a SQLite target that does not exist yet is only noted,
 /// since the migration creates it.
-async fn check_target(to: Option<&str>) -> CliResult {
+pub(super) async fn check_target(to: Option<&str>) -> CliResult {
     let Some(to) = to else { return Ok(()) };
-    let exists = super::store::check_reachable(to).await.map_err(|e| e.context("--to: "))?;
+    let exists =
+        crate::commands::store::check_reachable(to).await.map_err(|e| e.context("--to: "))?;
     if !exists {
         progress::note("the target has no store yet; the migration will create it");
     }
@@ -621,7 +198,7 @@ async fn check_target(to: Option<&str>) -> CliResult {
 
 /// Counts of one migration.
 #[derive(Debug, Default, Clone, Copy)]
-struct Migrated {
+pub(super) struct Migrated {
     users: u64,
     records: u64,
     expired: u64,
@@ -658,18 +235,18 @@ impl Migrated {
 }
 
 /// What a rerun after a failure should be told when nothing was finished.
-const RUN_AGAIN: &str = "run it again (every copy replaces the same key)";
+pub(super) const RUN_AGAIN: &str = "run it again (every copy replaces the same key)";
 
 /// Where copying one application stopped: the error, what was done before it, and the last
 /// user that was copied and verified in full, with every user before it.
-struct Stopped {
+pub(super) struct Stopped {
     err: CliError,
     done: Migrated,
     last: Option<String>,
 }
 
 /// `migrate`: one application, then the summary.
-async fn copy_and_verify(
+pub(super) async fn copy_and_verify(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,
@@ -694,7 +271,7 @@ async fn copy_and_verify(
 
 /// `migrate --all-apps`: every application after `after_app` in byte order, each reported
 /// when done, then the total.
-async fn copy_and_verify_all(
+pub(super) async fn copy_and_verify_all(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     after_app: Option<&str>,
@@ -772,7 +349,7 @@ async fn copy_and_verify_all(
 
 /// The end of a migration: the summary, or, when users differ, the summary with `--json` and
 /// exit 4.
-fn finish(
+pub(super) fn finish(
     out: &mut Output,
     done: &Migrated,
     human: String,
@@ -798,7 +375,7 @@ fn finish(
 /// Copies and verifies every user of one application after `after`, a page of users at a
 /// time; users that differ are reported as they are found (naming the application when
 /// `name_app`).
-async fn copy_application(
+pub(super) async fn copy_application(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,
@@ -840,7 +417,7 @@ async fn copy_application(
 
 /// Says which user differs and how, on stdout (one JSON object with `--json`), naming the
 /// application when `application_id` is given (`--all-apps`).
-fn report_difference(
+pub(super) fn report_difference(
     out: &mut Output,
     application_id: Option<&str>,
     user_id: &str,
@@ -874,10 +451,10 @@ fn report_difference(
 /// How many users are copied and verified at once. Each user's records are written one at
 /// a time (they share the user's quota usage, so concurrent writes of one user only queue on
 /// it); different users' writes proceed side by side.
-const CONCURRENT_USERS: usize = 16;
+pub(super) const CONCURRENT_USERS: usize = 16;
 
 /// What copying and verifying one user found.
-struct UserMigrated {
+pub(super) struct UserMigrated {
     records: u64,
     expired: u64,
     from: Tally,
@@ -886,7 +463,7 @@ struct UserMigrated {
 
 /// Copies and verifies one page of users, up to [`CONCURRENT_USERS`] at a time; the results
 /// come back in the page's order.
-async fn migrate_users(
+pub(super) async fn migrate_users(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,
@@ -924,7 +501,7 @@ async fn migrate_users(
 }
 
 /// Copies one user, then reads both stores again to compare them.
-async fn migrate_user(
+pub(super) async fn migrate_user(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,
@@ -940,7 +517,7 @@ async fn migrate_user(
 /// Copies one user's live records: each is written to the target with the source's content,
 /// metadata, expiry and source, unconditionally, so a rerun replaces the same keys. Returns
 /// the records written and those that expired before their write.
-async fn copy_user(
+pub(super) async fn copy_user(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
     application_id: &str,

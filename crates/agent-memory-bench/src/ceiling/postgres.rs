@@ -1,0 +1,283 @@
+//! The PostgreSQL ceiling: `pgbench -M prepared` with the scripts of `ceilings/*.sql` against
+//! a plain table of the store's row shape.
+
+use std::process::Stdio;
+
+use std::path::Path;
+
+use super::{CeilingOptions, CeilingResult, Error};
+use crate::target::pg_admin_url;
+use crate::workload;
+
+/// The table and the scripts, as shipped in `ceilings/`.
+pub const PG_SCHEMA: &str = include_str!("../../ceilings/schema.sql");
+/// `get`: one row by primary key.
+pub const PG_GET: &str = include_str!("../../ceilings/get.sql");
+/// `list`: first page of 20 by key.
+pub const PG_LIST: &str = include_str!("../../ceilings/list.sql");
+/// `put_new`: upsert of a fresh key.
+pub const PG_PUT_NEW: &str = include_str!("../../ceilings/put_new.sql");
+/// `put_update`: upsert of an existing key.
+pub const PG_PUT_UPDATE: &str = include_str!("../../ceilings/put_update.sql");
+/// `delete`: delete of an existing row.
+pub const PG_DELETE: &str = include_str!("../../ceilings/delete.sql");
+
+pub(super) const PG_TABLE: &str = "bench_ceiling_records";
+pub(super) const PG_TABLE_DEL: &str = "bench_ceiling_records_del";
+
+pub(super) fn pg_err(what: &str) -> impl Fn(tokio_postgres::Error) -> Error + '_ {
+    move |err| format!("{what}: {}", crate::runner::describe(&err))
+}
+
+/// A plain tokio-postgres connection for setup statements.
+///
+/// # Errors
+/// When the server cannot be reached.
+pub async fn pg_connect(url: &str) -> Result<tokio_postgres::Client, Error> {
+    let admin = pg_admin_url(url)?;
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .map_err(pg_err("connecting to postgres"))?;
+    tokio::spawn(async move {
+        // The connection ends when the client is dropped; its error then is not interesting.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// `VACUUM (ANALYZE)` of the whole database and a `CHECKPOINT`, after a preload, so every
+/// concurrency level starts from the same settled state (WORKLOAD.md's execution model). The
+/// whole database because the provider's table names are its own business.
+///
+/// # Errors
+/// When a statement fails.
+pub async fn pg_settle(url: &str) -> Result<(), Error> {
+    let client = pg_connect(url).await?;
+    client.batch_execute("VACUUM (ANALYZE)").await.map_err(pg_err("VACUUM (ANALYZE)"))?;
+    client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
+    Ok(())
+}
+
+/// The server settings WORKLOAD.md pins, as the server reports them.
+///
+/// # Errors
+/// When the server cannot be reached.
+pub async fn pg_settings(url: &str) -> Result<Vec<(String, String)>, Error> {
+    let client = pg_connect(url).await?;
+    let mut out = Vec::new();
+    for name in ["server_version", "synchronous_commit", "fsync", "shared_buffers"] {
+        let row = client
+            .query_one(&format!("SHOW {name}"), &[])
+            .await
+            .map_err(pg_err("reading settings"))?;
+        out.push((name.to_owned(), row.get::<_, String>(0)));
+    }
+    Ok(out)
+}
+
+/// Creates the ceiling tables, loads the preload (and the delete pool) and settles the server.
+pub(super) async fn pg_prepare(
+    client: &tokio_postgres::Client,
+    delete_pool: u64,
+) -> Result<(), Error> {
+    client.batch_execute(PG_SCHEMA).await.map_err(pg_err("creating the ceiling tables"))?;
+    let preload = workload::preload();
+    let mut users = Vec::with_capacity(preload.len());
+    let mut namespaces = Vec::with_capacity(preload.len());
+    let mut keys = Vec::with_capacity(preload.len());
+    let mut contents = Vec::with_capacity(preload.len());
+    let mut metadata = Vec::with_capacity(preload.len());
+    for op in &preload {
+        users.push(workload::user_id(op.user));
+        namespaces.push(op.namespace().to_owned());
+        keys.push(op.key.clone());
+        contents.push(workload::content(op.content_index));
+        metadata.push(op.metadata().to_string());
+    }
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {PG_TABLE} (app, user_id, namespace, key, content, metadata) \
+                 SELECT 'bench-app', u, n, k, c, m::jsonb \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
+                 AS t(u, n, k, c, m)"
+            ),
+            &[&users, &namespaces, &keys, &contents, &metadata],
+        )
+        .await
+        .map_err(pg_err("loading the ceiling preload"))?;
+    let last = i64::try_from(delete_pool).unwrap_or(i64::MAX).saturating_sub(1);
+    client
+        .batch_execute(&format!("INSERT INTO {PG_TABLE_DEL} SELECT * FROM {PG_TABLE}"))
+        .await
+        .map_err(pg_err("copying the preload"))?;
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {PG_TABLE_DEL} (app, user_id, namespace, key, content, metadata) \
+                 SELECT 'bench-app', 'u' || lpad((i % 1000)::text, 4, '0'), 'scratch', \
+                        'd' || lpad(i::text, 8, '0'), $1, '{{\"category\": \"scratch\"}}' \
+                 FROM generate_series(0::bigint, $2::bigint) AS i"
+            ),
+            &[&workload::content(1), &last],
+        )
+        .await
+        .map_err(pg_err("loading the delete pool"))?;
+    // Separate calls: VACUUM refuses to run inside the implicit transaction of a
+    // multi-statement batch.
+    client
+        .batch_execute(&format!("VACUUM (ANALYZE) {PG_TABLE}, {PG_TABLE_DEL}"))
+        .await
+        .map_err(pg_err("VACUUM (ANALYZE) of the ceiling tables"))?;
+    client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
+    Ok(())
+}
+
+pub(super) async fn pg_count_pool(client: &tokio_postgres::Client) -> Result<i64, Error> {
+    let row = client
+        .query_one(&format!("SELECT count(*) FROM {PG_TABLE_DEL} WHERE namespace = 'scratch'"), &[])
+        .await
+        .map_err(pg_err("counting the delete pool"))?;
+    Ok(row.get(0))
+}
+
+/// Drops the ceiling tables.
+///
+/// # Errors
+/// When the statement fails.
+pub async fn pg_drop(url: &str) -> Result<(), Error> {
+    let client = pg_connect(url).await?;
+    client
+        .batch_execute(&format!("DROP TABLE IF EXISTS {PG_TABLE}, {PG_TABLE_DEL}"))
+        .await
+        .map_err(pg_err("dropping the ceiling tables"))
+}
+
+/// The PostgreSQL side of a [`Session`](super::Session).
+#[derive(Debug)]
+pub struct PgSession {
+    pub(super) client: tokio_postgres::Client,
+    pub(super) conninfo: String,
+    pub(super) scripts: tempfile::TempDir,
+    pub(super) url: String,
+}
+
+impl PgSession {
+    pub(super) async fn run(
+        &mut self,
+        test: &str,
+        concurrency: usize,
+        options: &CeilingOptions,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> Result<CeilingResult, Error> {
+        let path = self.scripts.path().join(format!("{test}.sql"));
+        if !path.exists() {
+            return Err(format!("no pgbench script for {test}"));
+        }
+        // Same starting point as the library phase before it: a fresh checkpoint, so both
+        // pay the same full-page writes.
+        self.client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
+        let pool_before =
+            if test == "delete" { Some(pg_count_pool(&self.client).await?) } else { None };
+        log(&format!("ceiling: pgbench {test} -c {concurrency} -T {}", options.pg_seconds));
+        let mut result =
+            pgbench(&options.pgbench, &self.conninfo, &path, concurrency, options.pg_seconds)
+                .await
+                .map_err(|err| format!("pgbench {test}: {err}"))?;
+        result.test = test.to_owned();
+        if let Some(before) = pool_before {
+            let after = pg_count_pool(&self.client).await?;
+            let removed = u64::try_from(before - after).unwrap_or(0);
+            if let Some(done) = result.ops {
+                if removed < done {
+                    result.note = Some(format!(
+                        "delete pool exhausted: {removed} of {done} deletes hit a row; raise \
+                         --ceiling-delete-pool"
+                    ));
+                }
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// Issues `CHECKPOINT`, so a library phase starts from the same state its ceiling does.
+///
+/// # Errors
+/// When the statement fails.
+pub async fn pg_checkpoint(url: &str) -> Result<(), Error> {
+    let client = pg_connect(url).await?;
+    client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))
+}
+
+pub(super) async fn pgbench(
+    binary: &str,
+    conninfo: &str,
+    script: &Path,
+    concurrency: usize,
+    seconds: u64,
+) -> Result<CeilingResult, Error> {
+    let threads = concurrency.clamp(1, 2);
+    let output = tokio::process::Command::new(binary)
+        .arg("-n")
+        .args(["-M", "prepared"])
+        .args(["-c", &concurrency.to_string()])
+        .args(["-j", &threads.to_string()])
+        .args(["-T", &seconds.to_string()])
+        .args(["-D", "seq=0"])
+        .args(["-D", &format!("nc={concurrency}")])
+        .arg("-f")
+        .arg(script)
+        .arg(conninfo)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|err| format!("could not run {binary}: {err}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("exited with {}: {}", output.status, stderr.trim()));
+    }
+    parse_pgbench(&stdout, concurrency)
+}
+
+/// Reads `tps = …`, `latency average = … ms`, the processed and failed transaction counts.
+///
+/// # Errors
+/// When no `tps` line is present.
+pub fn parse_pgbench(stdout: &str, concurrency: usize) -> Result<CeilingResult, Error> {
+    let mut tps = None;
+    let mut mean_us = None;
+    let mut ops = None;
+    let mut failed = None;
+    for line in stdout.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("tps = ") {
+            tps = rest.split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
+        } else if let Some(rest) = line.strip_prefix("latency average = ") {
+            mean_us = rest
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(|ms| ms * 1_000.0);
+        } else if let Some(rest) = line.strip_prefix("number of transactions actually processed: ")
+        {
+            ops = rest.split(['/', ' ']).next().and_then(|v| v.parse::<u64>().ok());
+        } else if let Some(rest) = line.strip_prefix("number of failed transactions: ") {
+            failed = rest.split_whitespace().next().and_then(|v| v.parse::<u64>().ok());
+        }
+    }
+    let ops_per_s = tps.ok_or_else(|| format!("no tps line in pgbench output: {stdout}"))?;
+    Ok(CeilingResult {
+        tool: "pgbench",
+        test: String::new(),
+        concurrency,
+        ops_per_s,
+        mean_us,
+        p50_us: None,
+        p99_us: None,
+        ops,
+        after_phase: None,
+        note: failed.filter(|&n| n > 0).map(|n| format!("{n} failed transactions")),
+    })
+}

@@ -1,0 +1,61 @@
+//! [`InMemoryStoreBuilder`]: the in-process store's options.
+
+use std::sync::Arc;
+
+use super::InMemoryStore;
+use crate::error::Result;
+use crate::quota::Quotas;
+use crate::time::Clock;
+
+/// Builds an [`InMemoryStore`]; start from [`InMemoryStore::builder`].
+///
+/// ```
+/// use agent_memory::InMemoryStore;
+///
+/// let store = InMemoryStore::builder().max_records_per_user(100).build()?;
+/// let err = InMemoryStore::builder().max_bytes_per_user(0).build().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid max_bytes_per_user: must be at least 1");
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// ```
+#[derive(Debug)]
+pub struct InMemoryStoreBuilder {
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) quotas: Quotas,
+}
+
+impl InMemoryStoreBuilder {
+    /// Reads "now" from `clock` (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets both limits at once from `quotas` (see [`Quotas`]).
+    pub fn quotas(mut self, quotas: Quotas) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The most records one application user may hold (default: no limit; at least 1). See
+    /// [Quotas](crate#quotas).
+    pub fn max_records_per_user(mut self, records: u64) -> Self {
+        self.quotas = self.quotas.max_records_per_user(records);
+        self
+    }
+
+    /// The most bytes one application user may hold, counted by
+    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
+    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+        self.quotas = self.quotas.max_bytes_per_user(bytes);
+        self
+    }
+
+    /// The unstarted store.
+    ///
+    /// # Errors
+    /// [`Invalid`](crate::MemoryError::Invalid) naming a quota that is zero.
+    pub fn build(self) -> Result<InMemoryStore> {
+        self.quotas.check()?;
+        Ok(InMemoryStore::unstarted(self.clock, self.quotas))
+    }
+}

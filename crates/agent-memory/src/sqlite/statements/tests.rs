@@ -1,0 +1,55 @@
+//! The plans of the statements: each reads one range of the primary key.
+
+use super::*;
+
+/// Every shape of `list` seeks the primary key with both of its key bounds: no row outside
+/// the range is read and filtered.
+#[test]
+fn list_statements_seek_both_ends_of_the_key_range() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(crate::sqlite::schema::CREATE_RECORDS).unwrap();
+    for (after, end, bounds) in [
+        (false, false, "key>?)"),
+        (false, true, "key>? AND key<?)"),
+        (true, false, "key>?)"),
+        (true, true, "key>? AND key<?)"),
+    ] {
+        let sql = format!("EXPLAIN QUERY PLAN {}", list_statement(after, end));
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let values = rusqlite::params_from_iter(vec!["k"; stmt.parameter_count()]);
+        let plan: Vec<String> =
+            stmt.query_map(values, |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+        let expected = format!(
+            "SEARCH memory_records USING PRIMARY KEY \
+             (app_id=? AND user_id=? AND namespace=? AND {bounds}"
+        );
+        assert_eq!(plan, [expected], "after {after}, end {end}");
+    }
+}
+
+/// Finding the next user is one seek on the primary key's first two columns.
+#[test]
+fn next_user_seeks_the_primary_key() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(crate::sqlite::schema::CREATE_RECORDS).unwrap();
+    let sql = format!("EXPLAIN QUERY PLAN {NEXT_USER}");
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let plan: Vec<String> = stmt
+        .query_map(params!["app", "u"], |row| row.get(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(plan, ["SEARCH memory_records USING PRIMARY KEY (app_id=? AND user_id>?)"]);
+}
+
+/// Finding the next application is one seek on the primary key's first column.
+#[test]
+fn next_application_seeks_the_primary_key() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(crate::sqlite::schema::CREATE_RECORDS).unwrap();
+    let sql = format!("EXPLAIN QUERY PLAN {NEXT_APPLICATION}");
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let plan: Vec<String> =
+        stmt.query_map(params!["app"], |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(plan, ["SEARCH memory_records USING PRIMARY KEY (app_id>?)"]);
+}
