@@ -4,7 +4,8 @@ A store saves the facts an agent (or the application around it) deliberately kee
 user, and reads them back in a later session: in this process (``InMemoryStore``), a SQLite
 file (``SqliteMemoryStore``, the embedded default), PostgreSQL (``PostgresMemoryStore``) or
 Redis (``RedisMemoryStore``). It never calls a model and has no embeddings: search is a
-literal substring match.
+literal substring match (of the whole query, or of every or any of its words, optionally
+ignoring case), and ``list`` and ``search`` can select by metadata fields.
 
     import asyncio
     from agent_memory import MemoryScope, SqliteMemoryStore
@@ -35,8 +36,10 @@ from ._native import (
     MAX_ID_BYTES,
     MAX_KEY_BYTES,
     MAX_METADATA_DEPTH,
+    MAX_METADATA_FILTER_FIELDS,
     MAX_METADATA_SOURCE_BYTES,
     MAX_PAGE_LIMIT,
+    MAX_QUERY_WORDS,
     VERSION as __version__,
     ApplicationPage,
     KeyInfo,
@@ -51,7 +54,7 @@ from ._native import (
     UserPage,
     review_link,
 )
-from ._protocol import MemoryStore
+from ._protocol import MatchMode, MemoryStore, MetadataFilter
 from ._stores import (
     Facts,
     InMemoryStore,
@@ -74,8 +77,11 @@ __all__ = [
     "MAX_ID_BYTES",
     "MAX_KEY_BYTES",
     "MAX_METADATA_DEPTH",
+    "MAX_METADATA_FILTER_FIELDS",
     "MAX_METADATA_SOURCE_BYTES",
     "MAX_PAGE_LIMIT",
+    "MAX_QUERY_WORDS",
+    "MatchMode",
     "MemoryCleanupPage",
     "MemoryConflictError",
     "MemoryQuotaError",
@@ -87,6 +93,7 @@ __all__ = [
     "MemoryStorageError",
     "MemoryStore",
     "MemoryValidationError",
+    "MetadataFilter",
     "NamespacePage",
     "PostgresMemoryStore",
     "RedisMemoryStore",

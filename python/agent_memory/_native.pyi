@@ -3,9 +3,11 @@
 # Native* classes are internal and wrapped by the classes of agent_memory._stores.
 
 import os
-from typing import Any, Awaitable, Callable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 _SourceLike = Union["MemorySource", Mapping[str, Optional[str]]]
+_MatchMode = Literal["phrase", "all_words", "any_word"]
+_MetadataFilter = Mapping[str, Union[str, int, float, bool, None]]
 _Path = Union[str, "os.PathLike[str]"]
 
 VERSION: str
@@ -17,6 +19,9 @@ MAX_ID_BYTES: int
 MAX_CURSOR_BYTES: int
 MAX_PAGE_LIMIT: int
 DEFAULT_PAGE_LIMIT: int
+MAX_QUERY_BYTES: int
+MAX_QUERY_WORDS: int
+MAX_METADATA_FILTER_FIELDS: int
 
 class MemoryScope:
     """Trusted application/user isolation, with an optional namespace (``None``: default)."""
@@ -208,13 +213,27 @@ class NativeStore:
     ) -> Awaitable[MemoryRecord]: ...
     def get(self, scope: MemoryScope, key: str) -> Awaitable[Optional[MemoryRecord]]: ...
     def list(
-        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None, prefix: str = ""
+        self,
+        scope: MemoryScope,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
+        *,
+        metadata: Optional[_MetadataFilter] = None,
     ) -> Awaitable[MemoryPage]: ...
     def list_keys(
         self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None, prefix: str = ""
     ) -> Awaitable[KeyInfoPage]: ...
     def search(
-        self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
+        self,
+        scope: MemoryScope,
+        query: str,
+        limit: int = 20,
+        after: Optional[str] = None,
+        *,
+        match: Optional[_MatchMode] = None,
+        ignore_case: bool = False,
+        metadata: Optional[_MetadataFilter] = None,
     ) -> Awaitable[MemoryPage]: ...
     def delete(self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None) -> Awaitable[bool]: ...
     def delete_all(self, scope: MemoryScope) -> Awaitable[int]: ...
@@ -258,9 +277,23 @@ class NativeScoped:
     ) -> Awaitable[MemoryRecord]: ...
     def get(self, key: str) -> Awaitable[Optional[MemoryRecord]]: ...
     def list(
-        self, limit: int = 20, after: Optional[str] = None, prefix: str = ""
+        self,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
+        *,
+        metadata: Optional[_MetadataFilter] = None,
     ) -> Awaitable[MemoryPage]: ...
-    def search(self, query: str, limit: int = 20, after: Optional[str] = None) -> Awaitable[MemoryPage]: ...
+    def search(
+        self,
+        query: str,
+        limit: int = 20,
+        after: Optional[str] = None,
+        *,
+        match: Optional[_MatchMode] = None,
+        ignore_case: bool = False,
+        metadata: Optional[_MetadataFilter] = None,
+    ) -> Awaitable[MemoryPage]: ...
     def delete(self, key: str, expected_revision: Optional[str] = None) -> Awaitable[bool]: ...
     def memory_tool(self, input: Mapping[str, Any]) -> Awaitable[Tuple[str, bool]]: ...
 
@@ -298,12 +331,33 @@ def check_put(
     now: float,
 ) -> None: ...
 def check_key(key: str) -> None: ...
-def check_query(query: str) -> None: ...
+def check_query(query: str, *, match: Optional[_MatchMode] = None) -> None: ...
+def search_words(
+    query: str, *, match: Optional[_MatchMode] = None, ignore_case: bool = False
+) -> List[str]: ...
+def fold_case(text: str) -> str: ...
 def check_user(application_id: str, user_id: str) -> None: ...
 def key_page(
-    kind: str, scope: MemoryScope, limit: int, after: Optional[str] = None, prefix: str = ""
+    kind: str,
+    scope: MemoryScope,
+    limit: int,
+    after: Optional[str] = None,
+    prefix: str = "",
+    *,
+    match: Optional[_MatchMode] = None,
+    ignore_case: bool = False,
+    metadata: Optional[_MetadataFilter] = None,
 ) -> Optional[str]: ...
-def key_cursor(kind: str, scope: MemoryScope, key: str, prefix: str = "") -> str: ...
+def key_cursor(
+    kind: str,
+    scope: MemoryScope,
+    key: str,
+    prefix: str = "",
+    *,
+    match: Optional[_MatchMode] = None,
+    ignore_case: bool = False,
+    metadata: Optional[_MetadataFilter] = None,
+) -> str: ...
 def namespace_page(application_id: str, user_id: str, limit: int, after: Optional[str] = None) -> Optional[str]: ...
 def namespace_cursor(application_id: str, user_id: str, namespace: str) -> str: ...
 def user_page(application_id: str, limit: int, after: Optional[str] = None) -> Optional[str]: ...

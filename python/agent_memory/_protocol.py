@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Protocol, Union, runtime_checkable
+from typing import Any, Literal, Mapping, Optional, Protocol, Union, runtime_checkable
 
 from ._native import (
     ApplicationPage,
@@ -16,9 +16,20 @@ from ._native import (
     UserPage,
 )
 
-__all__ = ["MemoryStore", "SourceLike"]
+__all__ = ["MatchMode", "MemoryStore", "MetadataFilter", "SourceLike"]
 
 SourceLike = Union[MemorySource, Mapping[str, Optional[str]]]
+
+MatchMode = Literal["phrase", "all_words", "any_word"]
+"""How ``search`` matches its query: the whole query as one substring (``"phrase"``, the
+default), every word of it (``"all_words"``) or any word (``"any_word"``); words are split on
+Unicode white space, at most ``MAX_QUERY_WORDS``, each a literal substring."""
+
+MetadataFilter = Mapping[str, Union[str, int, float, bool, None]]
+"""Equality conditions on top-level metadata fields, all of which must hold (at most
+``MAX_METADATA_FILTER_FIELDS``): numbers compare as numbers (``1`` equals ``1.0``), a
+boolean equals only a boolean, ``None`` only a stored JSON ``null``, and a field that is
+absent equals nothing."""
 
 
 @runtime_checkable
@@ -64,10 +75,19 @@ class MemoryStore(Protocol):
         limit: int = 20,
         after: Optional[str] = None,
         prefix: str = "",
+        *,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
         """Live records in ascending key order (UTF-8 bytes); ``limit`` is 1 to 100. A
         non-empty ``prefix`` (at most 256 bytes, the key rules) keeps only the keys that start
-        with it; the page's cursor then continues only that listing."""
+        with it; a ``metadata`` filter keeps only the records whose metadata passes it (see
+        ``MetadataFilter``). The page's cursor then continues only that listing: another
+        prefix or filter with it is ``MemoryValidationError`` naming ``cursor``.
+
+        A filtered listing inspects a bounded number of records per call, as ``search`` does,
+        so its page may be short, even empty, and still have a cursor. The package calls a
+        store written in Python with ``prefix=`` and ``metadata=`` only when they are given,
+        so a store without them still serves every other listing."""
 
     async def list_keys(
         self,
@@ -83,10 +103,37 @@ class MemoryStore(Protocol):
         (reading the contents to measure them)."""
 
     async def search(
-        self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
+        self,
+        scope: MemoryScope,
+        query: str,
+        limit: int = 20,
+        after: Optional[str] = None,
+        *,
+        match: MatchMode = "phrase",
+        ignore_case: bool = False,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
-        """Live records whose content contains ``query`` literally (case-sensitive). A page may
-        be empty and still have a cursor: continue until ``next_cursor`` is ``None``."""
+        """Live records whose content contains ``query`` literally, in ascending key order. A
+        page may be empty and still have a cursor: continue until ``next_cursor`` is ``None``.
+
+        - ``match``: ``"phrase"`` (the default) matches the whole query as one substring;
+          ``"all_words"`` splits it on Unicode white space (at most ``MAX_QUERY_WORDS``
+          words; only white space is ``MemoryValidationError`` naming ``query``) and matches
+          when every word occurs, anywhere, in any order; ``"any_word"`` when one does.
+          Anything else is ``MemoryValidationError`` naming ``match``.
+        - ``ignore_case``: compare after Unicode *simple* case folding
+          (``agent_memory.provider.fold_case``: the Kelvin sign matches ``k``, ``Σ``, ``σ``
+          and ``ς`` match, ``ß`` never matches ``ss``), not ``str.lower()`` or
+          ``str.casefold()``.
+        - ``metadata``: only records whose metadata passes the filter (see
+          ``MetadataFilter``).
+
+        A cursor is bound to the mode, case and filter of the request that made it: with
+        others it is ``MemoryValidationError`` naming ``cursor``. The package calls a store
+        written in Python with ``match=``, ``ignore_case=`` and ``metadata=`` only when they
+        differ from the defaults, so a store written before they existed still serves every
+        search that does not use them; ``agent_memory.provider`` has ``search_words``,
+        ``fold_case`` and the cursor helpers that take the options."""
 
     async def delete(
         self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None

@@ -25,7 +25,7 @@ from ._native import (
     NamespacePage,
     UserPage,
 )
-from ._protocol import MemoryStore, SourceLike
+from ._protocol import MatchMode, MemoryStore, MetadataFilter, SourceLike
 
 __all__ = [
     "InMemoryStore",
@@ -89,10 +89,12 @@ class _NativeStore:
         limit: int = 20,
         after: Optional[str] = None,
         prefix: str = "",
+        *,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
-        """Live records in ascending key order, only keys starting with ``prefix`` when one is
-        given; see ``MemoryStore.list``."""
-        return await self._native.list(scope, limit, after, prefix)
+        """Live records in ascending key order, only keys starting with ``prefix`` and only
+        records whose metadata passes ``metadata`` when given; see ``MemoryStore.list``."""
+        return await self._native.list(scope, limit, after, prefix, metadata=metadata)
 
     async def list_keys(
         self,
@@ -106,10 +108,22 @@ class _NativeStore:
         return await self._native.list_keys(scope, limit, after, prefix)
 
     async def search(
-        self, scope: MemoryScope, query: str, limit: int = 20, after: Optional[str] = None
+        self,
+        scope: MemoryScope,
+        query: str,
+        limit: int = 20,
+        after: Optional[str] = None,
+        *,
+        match: MatchMode = "phrase",
+        ignore_case: bool = False,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
-        """Literal, case-sensitive content matches; see ``MemoryStore.search``."""
-        return await self._native.search(scope, query, limit, after)
+        """Literal content matches: the whole query (``match="phrase"``), every word of it
+        (``"all_words"``) or any (``"any_word"``), case-sensitive unless ``ignore_case``; see
+        ``MemoryStore.search``."""
+        return await self._native.search(
+            scope, query, limit, after, match=match, ignore_case=ignore_case, metadata=metadata
+        )
 
     async def delete(
         self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None
@@ -322,17 +336,32 @@ class ScopedMemory:
         return await self._native.get(key)
 
     async def list(
-        self, limit: int = 20, after: Optional[str] = None, prefix: str = ""
+        self,
+        limit: int = 20,
+        after: Optional[str] = None,
+        prefix: str = "",
+        *,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
-        """Live records in ascending key order, only keys starting with ``prefix`` when one is
-        given."""
-        return await self._native.list(limit, after, prefix)
+        """Live records in ascending key order, only keys starting with ``prefix`` and only
+        records whose metadata passes ``metadata`` when given."""
+        return await self._native.list(limit, after, prefix, metadata=metadata)
 
     async def search(
-        self, query: str, limit: int = 20, after: Optional[str] = None
+        self,
+        query: str,
+        limit: int = 20,
+        after: Optional[str] = None,
+        *,
+        match: MatchMode = "phrase",
+        ignore_case: bool = False,
+        metadata: Optional[MetadataFilter] = None,
     ) -> MemoryPage:
-        """Literal, case-sensitive content matches; continue until ``next_cursor`` is None."""
-        return await self._native.search(query, limit, after)
+        """Literal content matches (the phrase, all its words or any, case-sensitive unless
+        ``ignore_case``); continue until ``next_cursor`` is None."""
+        return await self._native.search(
+            query, limit, after, match=match, ignore_case=ignore_case, metadata=metadata
+        )
 
     async def delete(self, key: str, expected_revision: Optional[str] = None) -> bool:
         """Remove ``key``; whether a live record existed."""

@@ -19,10 +19,19 @@ changes nothing and adds no duplicate (the events already stored are found with 
 not one write each). ``add_events_to_memory`` does the same for a delta;
 ``add_memory`` stores explicit ``MemoryEntry`` items as given, under ``memory/<id>``.
 
-**Search.** ``search_memory`` returns that user's entries whose text contains the query
-literally (case-sensitive), the newest ``limit`` (10) of them, oldest first; a call never reads
-more than ``max_scan`` candidates (``ScanLimitError`` past it). When the core's search modes
-land, the query becomes case-insensitive and matches all its words (``QUERY_MODE`` below).
+**Search.** ``search_memory`` matches as ADK's own ``InMemoryMemoryService`` does: the
+query's words (its ``\w+`` runs, so punctuation never sticks to a word), any of them, ignoring
+case, and the entries sharing the most words with the query first. An ASCII word matches a
+whole word of the text (``dog`` never finds ``dogma``; a word inside a run of another script
+counts, as ``Python`` in ``私はPythonを使う``), any other word anywhere in it. Case is
+ignored by Unicode simple case folding, where ADK lowercases (so ``ß`` never matches ``ss``
+here either), and the text is not normalized to NFC. The core's ``any_word`` search, ignoring
+case, finds the candidates in the datastore (literal substrings: a superset), and each is then
+checked and ranked here. It returns the best ``limit`` (10) entries, those sharing more words
+before those sharing fewer and, among equals, the newest, in time order (oldest first). A
+query of any length works (the core's search takes at most ``MAX_QUERY_WORDS`` words per
+call: a longer query is searched in groups). A call never reads more than ``max_scan``
+candidates (``ScanLimitError`` past it).
 
 **Erasure.** ``delete_memory`` removes one entry by the id a search returned; ``erase(app_name,
 user_id)`` physically removes everything the user has in that application, every namespace:
@@ -31,16 +40,27 @@ the delete ADK's own services lack.
 
 from __future__ import annotations
 
+import itertools
+import re
+import unicodedata
 import uuid
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from ._errors import MemoryConflictError
-from ._native import MAX_PAGE_LIMIT, MemoryRecord, MemoryScope, MemorySource
+from ._native import (
+    MAX_PAGE_LIMIT,
+    MAX_QUERY_BYTES,
+    MAX_QUERY_WORDS,
+    MemoryRecord,
+    MemoryScope,
+    MemorySource,
+    fold_case,
+)
 from ._protocol import MemoryStore
 from ._scan import DEFAULT_MAX_SCAN, ScanLimitError
 
@@ -50,9 +70,12 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentMemoryService", "ScanLimitError"]
 
-# How the service matches a query today: literally. The one place to change when the core's
-# search modes land (case-insensitive, all words).
-QUERY_MODE = "literal"
+# How the service matches a query: any of its words, ignoring case, as ADK's in-memory
+# service does; entries sharing more words with the query rank first.
+QUERY_MATCH = "any_word"
+QUERY_IGNORE_CASE = True
+# What a word of a query is, as ADK's in-memory service reads one.
+_WORD = re.compile(r"\w+")
 
 
 class AgentMemoryService(BaseMemoryService):
@@ -187,28 +210,42 @@ class AgentMemoryService(BaseMemoryService):
     # --- search and erasure ----------------------------------------------------------------
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """The user's entries whose text contains ``query``: the newest ``limit``, oldest
-        first."""
+        """The user's entries sharing words with ``query`` (any word, ignoring case): the
+        ``limit`` sharing the most (the newest among equals), oldest first."""
         scope = await self._scope(app_name, user_id)
-        if not query.strip():
+        words = list(dict.fromkeys(fold_case(word) for word in _WORD.findall(query)))
+        if not words:
             return SearchMemoryResponse()
-        found: List[MemoryRecord] = []
+        found: Dict[str, MemoryRecord] = {}
         read = 0
-        after: Optional[str] = None
-        while True:
-            page = await self._store.search(scope, query, MAX_PAGE_LIMIT, after)
-            read += len(page.items)
-            if read > self._max_scan:
-                raise ScanLimitError(
-                    f"the query matches more than max_scan={self._max_scan} memories: use a "
-                    "longer query, or raise max_scan"
+        for group in _groups(words):
+            after: Optional[str] = None
+            while True:
+                page = await self._store.search(
+                    scope,
+                    group,
+                    MAX_PAGE_LIMIT,
+                    after,
+                    match=QUERY_MATCH,
+                    ignore_case=QUERY_IGNORE_CASE,
                 )
-            found.extend(page.items)
-            after = page.next_cursor
-            if after is None:
-                break
-        found.sort(key=_when)
-        return SearchMemoryResponse(memories=[_entry(record) for record in found[-self._limit :]])
+                read += len(page.items)
+                if read > self._max_scan:
+                    raise ScanLimitError(
+                        f"the query matches more than max_scan={self._max_scan} memories: use "
+                        "fewer or rarer words, or raise max_scan"
+                    )
+                found.update((record.key, record) for record in page.items)
+                after = page.next_cursor
+                if after is None:
+                    break
+        shared = {key: _shared_words(record, words) for key, record in found.items()}
+        # A candidate whose words only hold a query word (or the cut start of a very long
+        # one) shares none.
+        matched = [record for record in found.values() if shared[record.key]]
+        best = sorted(matched, key=lambda r: (shared[r.key], _when(r)), reverse=True)
+        chosen = sorted(best[: self._limit], key=_when)
+        return SearchMemoryResponse(memories=[_entry(record) for record in chosen])
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: Optional[str] = None
@@ -230,6 +267,47 @@ def _text(content: Optional[types.Content]) -> str:
     if content is None or not content.parts:
         return ""
     return "\n".join(part.text for part in content.parts if part.text)
+
+
+def _groups(words: List[str]) -> Iterator[str]:
+    """The words as queries the core takes: at most ``MAX_QUERY_WORDS`` words and
+    ``MAX_QUERY_BYTES`` bytes each (a longer word is looked for by its start, and confirmed
+    whole by ``_shared_words``)."""
+    group: List[str] = []
+    size = 0  # of " ".join(group), in bytes
+    for word in words:
+        word = word.encode("utf-8")[:MAX_QUERY_BYTES].decode("utf-8", errors="ignore")
+        length = len(word.encode("utf-8"))
+        if group and (len(group) == MAX_QUERY_WORDS or size + 1 + length > MAX_QUERY_BYTES):
+            yield " ".join(group)
+            group, size = [], 0
+        size += length + (1 if group else 0)
+        group.append(word)
+    if group:
+        yield " ".join(group)
+
+
+def _shared_words(record: MemoryRecord, words: List[str]) -> int:
+    """How many of the (folded) query words the record's text holds, folded alike: an ASCII
+    word as a whole word, any other anywhere (ADK's in-memory rule)."""
+    text = fold_case(record.content)
+    tokens = _words_of(text)
+    return sum(1 for word in words if (word in tokens if word.isascii() else word in text))
+
+
+def _words_of(text: str) -> Set[str]:
+    """The words of a text, as ADK's in-memory service reads them: its ``\w+`` runs and,
+    within a run mixing Latin and other scripts, each single-script part."""
+    words = set(_WORD.findall(text))
+    for word in [word for word in words if not word.isascii()]:
+        words.update("".join(part) for _, part in itertools.groupby(word, _is_latin))
+    return words
+
+
+def _is_latin(c: str) -> bool:
+    if c.isascii():
+        return c.isalnum() or c == "_"
+    return unicodedata.name(c, "").startswith("LATIN")
 
 
 def _when(record: MemoryRecord) -> float:

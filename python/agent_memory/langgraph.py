@@ -18,14 +18,21 @@ another user at ``user_at`` is refused before any I/O (a batch is checked whole 
 listings never see another user; ``for_user(user_id)`` makes such a view of an adapter. Without it (trusted code), a search or listing whose prefix
 stops before the user position walks the application's users, in byte order.
 
-**Search.** ``query`` is a literal, case-sensitive match against the value's string fields
-(every string in the value, at any depth); there are no embeddings, so ``index=`` is refused
-at construction and ``SearchItem.score`` is ``None``. ``filter`` matches value fields exactly
-or with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers as numbers, strings
-as strings, a number never equals a string). Results come in order: users in byte order, then
-namespaces by their labels, then keys, paged with ``limit`` / ``offset``. No call reads more
-than ``max_scan`` records (or namespaces) to answer; past it, ``ScanLimitError`` says what to
-narrow, never a short answer.
+**Search.** ``query`` matches an item when every word of it (split on Unicode white space)
+occurs in the value's string fields (every string in the value, at any depth; the words may be
+in different fields), ignoring case by Unicode simple case folding: literal words, no
+stemming, no similarity. A query of only white space restricts nothing, like an empty one; a
+query of any length works. There are no embeddings, so ``index=`` is refused at construction
+and ``SearchItem.score`` is ``None``. ``filter`` matches value fields exactly or with ``$eq``,
+``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers as numbers, strings as strings, a
+number never equals a string). The value is the record's content, not its metadata, so
+``filter`` is checked here on each candidate rather than as the core's metadata filter (which
+only sees metadata); the datastore narrows the candidates first, by the query's words and by
+the filter's top-level equalities on strings, booleans and null, as they read in the value's
+JSON text. Results come in
+order: users in byte order, then namespaces by their labels, then keys, paged with ``limit``
+/ ``offset``. No call reads more than ``max_scan`` records (or namespaces) to answer; past
+it, ``ScanLimitError`` says what to narrow, never a short answer.
 
 **TTL.** ``ttl`` (minutes, or a ``TTLConfig``) becomes each record's expiry; expired items are
 invisible at once. With ``refresh_on_read`` a read moves the expiry with a revision-checked
@@ -47,6 +54,7 @@ import asyncio
 import concurrent.futures
 import json
 import math
+import re
 import threading
 import time
 import weakref
@@ -89,7 +97,15 @@ from langgraph.store.base import (
 )
 
 from ._errors import MemoryConflictError, MemoryValidationError
-from ._native import MAX_CONTENT_BYTES, MAX_PAGE_LIMIT, MemoryRecord, MemoryScope
+from ._native import (
+    MAX_CONTENT_BYTES,
+    MAX_PAGE_LIMIT,
+    MAX_QUERY_BYTES,
+    MAX_QUERY_WORDS,
+    MemoryRecord,
+    MemoryScope,
+    fold_case,
+)
 from ._protocol import MemoryStore
 from ._scan import DEFAULT_MAX_SCAN, ScanLimitError
 
@@ -101,9 +117,11 @@ __all__ = [
     "ScanLimitError",
 ]
 
-# How the adapter matches ``query`` today: a literal substring of a string field. When the
-# core's search modes land, this is the one place to change (case-insensitive, all words).
-QUERY_MODE = "literal"
+# How the adapter matches ``query``: every word, ignoring case, in the value's string fields.
+# The core's search with these options narrows the candidates (see ``_narrowing``), and
+# ``_text_matches`` confirms each against the string fields alone.
+QUERY_MATCH = "all_words"
+QUERY_IGNORE_CASE = True
 
 _T = TypeVar("_T")
 _PAGE = MAX_PAGE_LIMIT
@@ -706,19 +724,21 @@ class AgentMemoryStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> List[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        query = op.query or None
+        query = _query_words(op.query) if op.query else None
         wanted = op.offset + op.limit
         if op.limit == 0:
             return []
         budget = _Budget(self._max_scan)
         matched: List[Tuple[MemoryRecord, Any, Tuple[str, ...]]] = []
+        narrowing = _narrowing(query, op.filter)
         # Without a filter almost every record read is returned: read no more than needed.
         exact = not op.filter
         async for scope, namespace in self._namespaces(prefix, budget=budget):
-            records = self._records(scope, query, budget, lambda: wanted - len(matched), exact)
+            missing = lambda: wanted - len(matched)  # noqa: E731
+            records = self._records(scope, narrowing, budget, missing, exact)
             async for record in records:
                 value = json.loads(record.content)
-                if query is not None and not _text_matches(value, query):
+                if query and not _text_matches(value, query):
                     continue
                 if op.filter and not _filter_matches(value, op.filter):
                     continue
@@ -747,21 +767,28 @@ class AgentMemoryStore(BaseStore):
     async def _records(
         self,
         scope: MemoryScope,
-        query: Optional[str],
+        narrowing: Optional["_Narrowing"],
         budget: "_Budget",
         missing: Callable[[], int],
         exact: bool,
     ) -> "AsyncIterator[MemoryRecord]":
-        """The live records of one namespace in key order: every one without a query, else
-        the core's literal candidates (the query as it reads inside the JSON text). With
-        ``exact``, each page asks for no more than the ``missing()`` results."""
+        """The live records of one namespace in key order: every one without a narrowing,
+        else the core's candidates for it (a superset of the matches, which the caller
+        checks). With ``exact``, each page asks for no more than the ``missing()`` results."""
         after: Optional[str] = None
         while True:
             limit = max(1, min(_PAGE, missing())) if exact else _PAGE
-            if query is None:
+            if narrowing is None:
                 page = await self._store.list(scope, limit, after)
             else:
-                page = await self._store.search(scope, _json_text(query), limit, after)
+                page = await self._store.search(
+                    scope,
+                    narrowing.text,
+                    limit,
+                    after,
+                    match=narrowing.match,
+                    ignore_case=narrowing.ignore_case,
+                )
             for record in page.items:
                 budget.spend("records")
                 yield record
@@ -885,10 +912,89 @@ def _datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
-def _json_text(query: str) -> str:
-    """``query`` as it reads inside compact JSON text: JSON escapes character by character,
-    so a string field containing the query holds this text in the record's content."""
-    return json.dumps(query, ensure_ascii=False)[1:-1]
+def _json_text(word: str) -> str:
+    """``word`` as it reads inside compact JSON text: JSON escapes character by character
+    (and folding never makes or unmakes an escape), so a string field containing the word
+    holds this text in the record's content, in either case."""
+    return json.dumps(word, ensure_ascii=False)[1:-1]
+
+
+class _Narrowing(NamedTuple):
+    """A core search whose results are a superset of a LangGraph search's matches."""
+
+    text: str
+    match: str
+    ignore_case: bool
+
+
+def _narrowing(words: Optional[List[str]], filter: Optional[Mapping[str, Any]]) -> Optional[_Narrowing]:
+    """What the datastore can look for: the query's words as they read in the value's JSON
+    text (every one, ignoring case), and the filter's equalities of a string, boolean or null
+    at the top level as they read there (``"kind":"note"``: the adapter writes values as
+    compact JSON, so an item whose field equals that value holds exactly this text). Without a
+    query, the longest such equality alone, case-sensitive, as a phrase. ``None`` when there is
+    nothing to narrow by: the namespace is listed."""
+    needles = _filter_needles(filter or {})
+    if words:
+        # A needle with white space cannot be one word; leaving it out keeps a superset.
+        texts = [_json_text(word) for word in words]
+        texts += [n for n in needles if not _WHITE_SPACE.search(n)]
+        return _Narrowing(_first_words(texts), QUERY_MATCH, QUERY_IGNORE_CASE)
+    if needles:
+        longest = max(needles, key=len)
+        return _Narrowing(_cut(longest, MAX_QUERY_BYTES), "phrase", False)
+    return None
+
+
+def _filter_needles(filter: Mapping[str, Any]) -> List[str]:
+    """The JSON text ``"field":value`` of each equality on a string, boolean or null (numbers
+    have more than one spelling: ``1`` and ``1.0`` are equal)."""
+    needles = []
+    for field, wanted in filter.items():
+        if isinstance(wanted, dict) and list(wanted) == ["$eq"]:
+            wanted = wanted["$eq"]
+        if wanted is None or isinstance(wanted, (str, bool)):
+            key = json.dumps(field, ensure_ascii=False)
+            needles.append(f"{key}:{json.dumps(wanted, ensure_ascii=False)}")
+    return needles
+
+
+def _first_words(texts: List[str]) -> str:
+    """As many of the words as one core query takes (``MAX_QUERY_WORDS`` words,
+    ``MAX_QUERY_BYTES`` bytes; a word too long alone is looked for by its start): a record
+    holding every word holds any of them, and any word's start."""
+    taken: List[str] = []
+    size = -1
+    for text in texts[:MAX_QUERY_WORDS]:
+        if not taken:
+            text = _cut(text, MAX_QUERY_BYTES)
+        length = len(text.encode("utf-8"))
+        if size + 1 + length > MAX_QUERY_BYTES:
+            break
+        taken.append(text)
+        size += 1 + length
+    return " ".join(taken)
+
+
+def _cut(text: str, limit: int) -> str:
+    """The longest start of ``text`` of at most ``limit`` UTF-8 bytes."""
+    return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
+# Unicode's White_Space characters: where the core splits a query into words (Rust's
+# ``char::is_whitespace``; Python's ``str.split()`` also splits at U+001C to U+001F).
+_WHITE_SPACE = re.compile(
+    "[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
+
+
+def _query_words(query: str) -> List[str]:
+    """The distinct words of a query, folded, split as the core splits them (a query of any
+    number of words: the datastore narrows by the first ones and ``_text_matches`` checks them
+    all); ``[]`` for a query of only white space, which then
+    restricts nothing. A query of any length works: the core sees ``_narrowing``'s part."""
+    folded = fold_case(query) if QUERY_IGNORE_CASE else query
+    return list(dict.fromkeys(word for word in _WHITE_SPACE.split(folded) if word))
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -902,9 +1008,10 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _text_matches(value: Any, query: str) -> bool:
-    """Whether a string field of the value contains ``query`` (``QUERY_MODE``)."""
-    return any(query in text for text in _strings(value))
+def _text_matches(value: Any, words: List[str]) -> bool:
+    """Whether every (folded) word occurs in a string field of the value, folded alike."""
+    texts = [fold_case(text) for text in _strings(value)]
+    return all(any(word in text for text in texts) for word in words)
 
 
 def _condition_matches(condition: MatchCondition, namespace: Tuple[str, ...]) -> bool:

@@ -113,6 +113,8 @@ const FIELDS: &[&str] = &[
     "cursor",
     "prefix",
     "query",
+    "match",
+    "case",
     "timestamp",
     "text",
     "record",

@@ -15,7 +15,7 @@ use crate::awaitable::{run, Outcome, Reply};
 use crate::convert;
 use crate::errors::to_py;
 use crate::pystore::resolve;
-use crate::store::{page_arg, write_arg};
+use crate::store::{filter_arg, page_arg, search_arg, write_arg};
 use crate::types::{key_arg, source_arg, PyScope, PySource};
 
 /// The fact port over one store: `remember`, `forget`, `recall`, `erase`.
@@ -203,27 +203,35 @@ impl NativeScoped {
         run(py, async move { memory.get(&key).await.map(Reply::Record).into() })
     }
 
-    #[pyo3(signature = (limit = 20, after = None, prefix = ""))]
+    #[pyo3(signature = (limit = 20, after = None, prefix = "", *, metadata = None))]
     fn list<'py>(
         &self,
         py: Python<'py>,
         limit: i64,
         after: Option<&str>,
         prefix: &str,
+        metadata: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (memory, page) = (self.memory(py)?, page_arg(py, limit, after)?.prefix(prefix));
+        let filter = filter_arg(metadata).map_err(|e| to_py(py, e))?;
+        let page = page_arg(py, limit, after)?.prefix(prefix).metadata(filter);
+        let memory = self.memory(py)?;
         run(py, async move { memory.list(page).await.map(Reply::Page).into() })
     }
 
-    #[pyo3(signature = (query, limit = 20, after = None))]
+    #[pyo3(signature = (query, limit = 20, after = None, *, r#match = None, ignore_case = false, metadata = None))]
+    #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyAny>,
         limit: i64,
         after: Option<&str>,
+        r#match: Option<&Bound<'py, PyAny>>,
+        ignore_case: bool,
+        metadata: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (memory, page) = (self.memory(py)?, page_arg(py, limit, after)?);
+        let page = search_arg(py, limit, after, r#match, ignore_case, metadata)?;
+        let memory = self.memory(py)?;
         let query = convert::text(query, "query")?;
         run(py, async move { memory.search(&query, page).await.map(Reply::Page).into() })
     }

@@ -2,14 +2,14 @@
 //! shared validation, page checks and cursors, so such a store enforces exactly the limits
 //! and cursor rules every Rust provider does, instead of a copy of them.
 
-use agent_memory::provider::{self, CursorKind};
+use agent_memory::provider::{self, CursorKind, TextMatcher};
 use agent_memory::validation;
-use agent_memory::PageRequest;
+use agent_memory::{Case, MatchMode};
 use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
-use crate::store::{page_arg, write_arg};
+use crate::store::{match_arg, page_arg, search_arg, write_arg};
 use crate::types::PyScope;
 
 fn kind(py: Python<'_>, name: &str) -> PyResult<CursorKind> {
@@ -57,10 +57,55 @@ fn check_key(py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
     validation::key(&convert::text(key, "key")?).map_err(|e| to_py(py, e))
 }
 
-/// Checks a search query.
+/// Checks a search query for the match mode `match` (in a word mode: at least one word and
+/// at most `MAX_QUERY_WORDS`).
 #[pyfunction]
-fn check_query(py: Python<'_>, query: &Bound<'_, PyAny>) -> PyResult<()> {
-    validation::query(&convert::text(query, "query")?).map_err(|e| to_py(py, e))
+#[pyo3(signature = (query, *, r#match = None))]
+fn check_query(
+    py: Python<'_>,
+    query: &Bound<'_, PyAny>,
+    r#match: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    search_words(py, query, r#match, false).map(drop)
+}
+
+/// What a record's content must contain for the query to match, checked as `check_query`
+/// checks it: the whole query for `"phrase"`, its words (split on Unicode white space) for
+/// `"all_words"` (every one must occur) and `"any_word"` (one is enough); each folded with
+/// `fold_case` when `ignore_case`, to be looked for in the folded content.
+#[pyfunction]
+#[pyo3(signature = (query, *, r#match = None, ignore_case = false))]
+fn search_words(
+    py: Python<'_>,
+    query: &Bound<'_, PyAny>,
+    r#match: Option<&Bound<'_, PyAny>>,
+    ignore_case: bool,
+) -> PyResult<Vec<String>> {
+    let fail = |e| to_py(py, e);
+    let query = convert::text(query, "query")?;
+    let mode = match_arg(r#match).map_err(fail)?;
+    let case = if ignore_case { Case::Insensitive } else { Case::Sensitive };
+    // The core's matcher checks the query; the words are split exactly as it splits them.
+    TextMatcher::new(&query, mode, case).map_err(fail)?;
+    let words: Vec<&str> = match mode {
+        MatchMode::Phrase => vec![&query],
+        MatchMode::AllWords | MatchMode::AnyWord => query.split_whitespace().collect(),
+    };
+    Ok(words
+        .into_iter()
+        .map(|word| match case {
+            Case::Sensitive => word.to_owned(),
+            Case::Insensitive => provider::fold_case(word).into_owned(),
+        })
+        .collect())
+}
+
+/// `text` after Unicode simple case folding (CaseFolding.txt statuses C and S), one character
+/// to one character: what `ignore_case` compares. Not `str.casefold()` (full folding: `ß`
+/// becomes `ss`) nor `str.lower()` (the Kelvin sign stays, `ς` stays).
+#[pyfunction]
+fn fold_case(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(provider::fold_case(&convert::text(text, "text")?).into_owned())
 }
 
 /// Checks the ids of `delete_user` and `list_namespaces`.
@@ -75,12 +120,15 @@ fn check_user(
     validation::user(&application_id, &user_id).map_err(|e| to_py(py, e))
 }
 
-/// Checks `limit`, `after` and `prefix` of a key page (`kind`: `list`, `keys` (for
-/// `list_keys`), `search` or `purge`; a prefix is for `list` and `keys` only) and returns the key to continue after, or `None` to start at
-/// the first key (of the prefix). The page then holds the keys above it that start with
-/// `prefix`.
+/// Checks `limit`, `after`, `prefix`, `match`, `ignore_case` and `metadata` of a key page
+/// (`kind`: `list`, `keys` (for `list_keys`), `search` or `purge`; a prefix is for `list` and
+/// `keys` only, `match` and `ignore_case` for `search` only, a metadata filter for `list` and
+/// `search` only) and returns the key to continue after, or `None` to start at the first key
+/// (of the prefix). The page then holds the keys above it that start with `prefix`. A cursor
+/// made for another prefix, match mode, case or filter is refused.
 #[pyfunction]
-#[pyo3(signature = (kind, scope, limit, after = None, prefix = ""))]
+#[pyo3(signature = (kind, scope, limit, after = None, prefix = "", *, r#match = None, ignore_case = false, metadata = None))]
+#[allow(clippy::too_many_arguments)]
 fn key_page(
     py: Python<'_>,
     kind: &str,
@@ -88,31 +136,38 @@ fn key_page(
     limit: i64,
     after: Option<&str>,
     prefix: &str,
+    r#match: Option<&Bound<'_, PyAny>>,
+    ignore_case: bool,
+    metadata: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<String>> {
-    let request: PageRequest = page_arg(py, limit, after)?.prefix(prefix);
+    let request = search_arg(py, limit, after, r#match, ignore_case, metadata)?.prefix(prefix);
     let page =
         request.key_page(self::kind(py, kind)?, &scope.get().inner).map_err(|e| to_py(py, e))?;
     Ok(page.after)
 }
 
-/// The cursor that continues a key page of `kind` (listing keys that start with `prefix`)
-/// after `key`.
+/// The cursor that continues a key page of `kind` after `key`, bound to the page's `prefix`,
+/// `match`, `ignore_case` and `metadata` filter (checked as `key_page` checks them).
 #[pyfunction]
-#[pyo3(signature = (kind, scope, key, prefix = ""))]
+#[pyo3(signature = (kind, scope, key, prefix = "", *, r#match = None, ignore_case = false, metadata = None))]
+#[allow(clippy::too_many_arguments)]
 fn key_cursor(
     py: Python<'_>,
     kind: &str,
     scope: &Bound<'_, PyScope>,
     key: &str,
     prefix: &str,
+    r#match: Option<&Bound<'_, PyAny>>,
+    ignore_case: bool,
+    metadata: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (kind, scope) = (self::kind(py, kind)?, &scope.get().inner);
-    if prefix.is_empty() {
-        return Ok(provider::key_cursor(kind, scope, key).into());
-    }
-    // The prefix binds the cursor; the core's page checks it, as for every provider.
-    let page =
-        PageRequest::new(1).prefix(prefix).key_page(kind, scope).map_err(|e| to_py(py, e))?;
+    // The prefix and the options bind the cursor; the core's page checks them, as for every
+    // provider.
+    let page = search_arg(py, 1, None, r#match, ignore_case, metadata)?
+        .prefix(prefix)
+        .key_page(kind, scope)
+        .map_err(|e| to_py(py, e))?;
     Ok(page.cursor(scope, key).into())
 }
 
@@ -180,6 +235,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_put, m)?)?;
     m.add_function(wrap_pyfunction!(check_key, m)?)?;
     m.add_function(wrap_pyfunction!(check_query, m)?)?;
+    m.add_function(wrap_pyfunction!(search_words, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_case, m)?)?;
     m.add_function(wrap_pyfunction!(check_user, m)?)?;
     m.add_function(wrap_pyfunction!(key_page, m)?)?;
     m.add_function(wrap_pyfunction!(key_cursor, m)?)?;
@@ -197,5 +254,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PAGE_LIMIT", validation::MAX_PAGE_LIMIT)?;
     m.add("MAX_CURSOR_BYTES", validation::MAX_CURSOR_BYTES)?;
     m.add("DEFAULT_PAGE_LIMIT", agent_memory::DEFAULT_PAGE_LIMIT)?;
+    m.add("MAX_QUERY_BYTES", validation::MAX_QUERY_BYTES)?;
+    m.add("MAX_QUERY_WORDS", agent_memory::MAX_QUERY_WORDS)?;
+    m.add("MAX_METADATA_FILTER_FIELDS", agent_memory::MAX_METADATA_FILTER_FIELDS)?;
     Ok(())
 }

@@ -12,6 +12,12 @@
 //! the sizes taken from the records it returns (so its contents are read after all) and the
 //! cursors translated, so that `list_keys` keeps cursors of its own either way.
 //!
+//! A request's search options cross as the keyword arguments `match`, `ignore_case` and
+//! `metadata` of the store's `search` (`metadata` of its `list`), each only when it is not the
+//! default, so a store written before they existed still serves every request without them.
+//! The core checks them first (and refuses those an operation does not take), so the store
+//! only ever sees options the core would accept.
+//!
 //! Exceptions cross as [`errors::from_py`](crate::errors::from_py) says; a reply of the wrong
 //! shape is a `Storage` error naming the provider `python`.
 
@@ -19,9 +25,9 @@ use std::fmt;
 
 use agent_memory::provider::{CursorKind, KeyPage};
 use agent_memory::{
-    ApplicationPage, Cursor, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryError, MemoryPage,
-    MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result,
-    Revision, UserPage,
+    ApplicationPage, Case, Cursor, KeyInfo, KeyInfoPage, MatchMode, MemoryCleanupPage, MemoryError,
+    MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest,
+    Result, Revision, UserPage,
 };
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -242,11 +248,35 @@ fn cursor_text(page: &PageRequest) -> Option<String> {
     page.after.as_ref().map(|cursor| cursor.as_str().to_owned())
 }
 
-/// The core's refusal of a prefix on a page that takes none: the Python protocol has no
-/// `prefix` there to pass it on with, so it must not be dropped silently.
-fn refuse_prefix(page: &PageRequest, kind: CursorKind, scope: &MemoryScope) -> Result<()> {
-    if !page.prefix.is_empty() {
-        page.key_page(kind, scope)?;
+/// The core's checks of a request's prefix, match mode, case and metadata filter, when it
+/// has any: a prefix, mode or case on an operation that takes none must not be dropped
+/// silently (the Python protocol has no argument there to pass it on with), and a filter the
+/// core would refuse never reaches the store. The cursor is left to the store, which may
+/// make its own.
+fn refuse_options(page: &PageRequest, kind: CursorKind, scope: &MemoryScope) -> Result<()> {
+    let plain = page.prefix.is_empty()
+        && page.matching == MatchMode::Phrase
+        && page.case == Case::Sensitive
+        && page.metadata.is_empty();
+    if !plain {
+        PageRequest { after: None, ..page.clone() }.key_page(kind, scope)?;
+    }
+    Ok(())
+}
+
+/// The request's match mode, case and metadata filter as the keyword arguments `match`,
+/// `ignore_case` and `metadata`, each only when it is not the default: a store written before
+/// they existed still serves every request that does not use them (and one that does fails
+/// loudly, with the `TypeError` of an unexpected keyword, instead of ignoring it).
+fn set_options(kwargs: &Bound<'_, PyDict>, page: &PageRequest) -> PyResult<()> {
+    if page.matching != MatchMode::Phrase {
+        kwargs.set_item("match", page.matching.as_str())?;
+    }
+    if page.case == Case::Insensitive {
+        kwargs.set_item("ignore_case", true)?;
+    }
+    if !page.metadata.is_empty() {
+        kwargs.set_item("metadata", convert::from_json(kwargs.py(), &page.metadata.to_json())?)?;
     }
     Ok(())
 }
@@ -326,16 +356,18 @@ impl MemoryStore for PyStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
+        refuse_options(&page, CursorKind::List, scope)?;
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());
                 kwargs.set_item("limit", limit_of(&page))?;
                 kwargs.set_item("after", cursor_text(&page))?;
-                // Only a prefixed listing passes `prefix`, so a store without prefix support
-                // still serves every other listing.
+                // Only a prefixed listing passes `prefix` (and only a filtered one `metadata`),
+                // so a store without prefix or filter support still serves every other listing.
                 if !page.prefix.is_empty() {
                     kwargs.set_item("prefix", &page.prefix)?;
                 }
+                set_options(&kwargs, &page)?;
                 store.call_method("list", (scope_obj(scope),), Some(&kwargs))
             })
             .await?;
@@ -344,6 +376,7 @@ impl MemoryStore for PyStore {
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
         let own = Python::attach(|py| self.object.bind(py).hasattr("list_keys")).unwrap_or(false);
+        refuse_options(&page, CursorKind::Keys, scope)?;
         if !own {
             return self.list_keys_by_list(scope, page).await;
         }
@@ -372,12 +405,13 @@ impl MemoryStore for PyStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        refuse_prefix(&page, CursorKind::Search, scope)?;
+        refuse_options(&page, CursorKind::Search, scope)?;
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());
                 kwargs.set_item("limit", limit_of(&page))?;
                 kwargs.set_item("after", cursor_text(&page))?;
+                set_options(&kwargs, &page)?;
                 store.call_method("search", (scope_obj(scope), query), Some(&kwargs))
             })
             .await?;
@@ -510,7 +544,7 @@ impl MemoryStore for PyStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        refuse_prefix(&page, CursorKind::Purge, scope)?;
+        refuse_options(&page, CursorKind::Purge, scope)?;
         let reply = self
             .call(|store| {
                 let kwargs = PyDict::new(store.py());

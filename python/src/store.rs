@@ -12,7 +12,10 @@ use std::time::Duration;
 use agent_memory::postgres::PostgresMemoryStore;
 use agent_memory::redis::RedisMemoryStore;
 use agent_memory::sqlite::SqliteMemoryStore;
-use agent_memory::{InMemoryStore, MemoryError, MemoryStore, MemoryWrite, PageRequest};
+use agent_memory::{
+    Case, InMemoryStore, MatchMode, MemoryError, MemoryStore, MemoryWrite, MetadataFilter,
+    PageRequest,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -74,6 +77,43 @@ pub(crate) fn write_arg(
 pub(crate) fn page_arg(py: Python<'_>, limit: i64, after: Option<&str>) -> PyResult<PageRequest> {
     let after = convert::cursor(after).map_err(|e| to_py(py, e))?;
     Ok(PageRequest::new(convert::limit(limit)).after_opt(after))
+}
+
+/// A `match=` argument: `"phrase"`, `"all_words"` or `"any_word"` (not given: `"phrase"`);
+/// anything else (another string, or not a string) is `Invalid` naming `match`.
+pub(crate) fn match_arg(value: Option<&Bound<'_, PyAny>>) -> Result<MatchMode, MemoryError> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(MatchMode::Phrase);
+    };
+    let bad = || MemoryError::invalid("match", "must be phrase, all_words or any_word");
+    value.extract::<String>().map_err(|_| bad())?.parse()
+}
+
+/// A `metadata=` filter argument: `None` (no condition) or a dict of field names to `str`,
+/// `int`, `float`, `bool` or `None`, checked by the core (`Invalid` naming `metadata`).
+pub(crate) fn filter_arg(value: Option<&Bound<'_, PyAny>>) -> Result<MetadataFilter, MemoryError> {
+    match value.filter(|v| !v.is_none()) {
+        None => Ok(MetadataFilter::new()),
+        Some(value) => MetadataFilter::from_json(&convert::to_json(value, "metadata")?),
+    }
+}
+
+/// A `search` page request: `limit` and `after`, then the match mode, the case and the
+/// metadata filter.
+pub(crate) fn search_arg(
+    py: Python<'_>,
+    limit: i64,
+    after: Option<&str>,
+    matching: Option<&Bound<'_, PyAny>>,
+    ignore_case: bool,
+    metadata: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PageRequest> {
+    let fail = |e| to_py(py, e);
+    let case = if ignore_case { Case::Insensitive } else { Case::Sensitive };
+    Ok(page_arg(py, limit, after)?
+        .match_mode(match_arg(matching).map_err(fail)?)
+        .case(case)
+        .metadata(filter_arg(metadata).map_err(fail)?))
 }
 
 /// The quota keyword options as core [`Quotas`](agent_memory::Quotas); a negative limit is
@@ -285,7 +325,7 @@ impl NativeStore {
         run(py, async move { store.get(&scope, &key).await.map(Reply::Record).into() })
     }
 
-    #[pyo3(signature = (scope, limit = 20, after = None, prefix = ""))]
+    #[pyo3(signature = (scope, limit = 20, after = None, prefix = "", *, metadata = None))]
     fn list<'py>(
         &self,
         py: Python<'py>,
@@ -293,8 +333,10 @@ impl NativeStore {
         limit: i64,
         after: Option<&str>,
         prefix: &str,
+        metadata: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let page = page_arg(py, limit, after)?.prefix(prefix);
+        let filter = filter_arg(metadata).map_err(|e| to_py(py, e))?;
+        let page = page_arg(py, limit, after)?.prefix(prefix).metadata(filter);
         let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
         run(py, async move { store.list(&scope, page).await.map(Reply::Page).into() })
     }
@@ -313,7 +355,8 @@ impl NativeStore {
         run(py, async move { store.list_keys(&scope, page).await.map(Reply::Keys).into() })
     }
 
-    #[pyo3(signature = (scope, query, limit = 20, after = None))]
+    #[pyo3(signature = (scope, query, limit = 20, after = None, *, r#match = None, ignore_case = false, metadata = None))]
+    #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -321,8 +364,11 @@ impl NativeStore {
         query: &Bound<'py, PyAny>,
         limit: i64,
         after: Option<&str>,
+        r#match: Option<&Bound<'py, PyAny>>,
+        ignore_case: bool,
+        metadata: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let page = page_arg(py, limit, after)?;
+        let page = search_arg(py, limit, after, r#match, ignore_case, metadata)?;
         let query = convert::text(query, "query")?;
         let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
         run(py, async move { store.search(&scope, &query, page).await.map(Reply::Page).into() })

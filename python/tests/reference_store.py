@@ -9,7 +9,7 @@ mixin catches them.
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from agent_memory import (
     ApplicationPage,
@@ -29,17 +29,21 @@ from agent_memory.provider import (
     application_page,
     check_key,
     check_put,
-    check_query,
     check_user,
+    fold_case,
     key_cursor,
     key_page,
     namespace_cursor,
     namespace_page,
+    search_words,
     user_cursor,
     user_page,
 )
 
 User = Tuple[str, str]
+#: A search's ``match``, ``ignore_case`` and ``metadata`` (a listing's ``metadata``), only
+#: those that differ from the defaults.
+Options = Dict[str, Any]
 
 #: Content bytes one search call inspects, as the core's providers do by default.
 SEARCH_SCAN_BYTES = 1_048_576
@@ -92,34 +96,100 @@ class DictStore:
     def _live(record: MemoryRecord, now: float) -> bool:
         return record.expires_at is None or record.expires_at > now
 
-    def _matches(self, record: MemoryRecord, query: str) -> bool:
-        return query in record.content
+    def _matches(self, record: MemoryRecord, words: List[str], options: Options) -> bool:
+        """Whether the content holds every word (the phrase, ``all_words``) or one
+        (``any_word``), as ``search_words`` returned them (folded when ignoring case)."""
+        content = fold_case(record.content) if options.get("ignore_case") else record.content
+        if options.get("match") == "any_word":
+            return any(word in content for word in words)
+        return all(word in content for word in words)
+
+    @staticmethod
+    def _passes(record: MemoryRecord, options: Options) -> bool:
+        """Whether the record's metadata holds every field of the filter with an equal value."""
+        metadata = record.metadata
+        return all(
+            name in metadata and _same_value(metadata[name], wanted)
+            for name, wanted in (options.get("metadata") or {}).items()
+        )
 
     def _page(
-        self, kind: str, scope: MemoryScope, limit: int, rows: List[MemoryRecord], prefix: str = ""
+        self,
+        kind: str,
+        scope: MemoryScope,
+        limit: int,
+        rows: List[MemoryRecord],
+        prefix: str = "",
+        options: Optional[Options] = None,
     ) -> MemoryPage:
         items = rows[:limit]
         more = len(rows) > limit
-        cursor = self._cursor(kind, scope, items[-1].key, prefix) if more and items else None
+        cursor = (
+            self._cursor(kind, scope, items[-1].key, prefix, options) if more and items else None
+        )
         return MemoryPage(items, cursor)
+
+    def _scan(
+        self,
+        kind: str,
+        scope: MemoryScope,
+        limit: int,
+        start: Optional[str],
+        prefix: str,
+        options: Options,
+        keep,
+    ) -> MemoryPage:
+        """A page of the live records after ``start`` that ``keep``: a search, or a filtered
+        listing. A call inspects content bytes while under the budget (always one record at
+        least), then returns with a cursor after the last key it inspected, as the contract
+        asks."""
+        now = self._now()
+        keys = self._keys(scope)
+        rows = []
+        inspected = 0
+        last = None
+        for key in sorted(keys):
+            if start is not None and key <= start or not key.startswith(prefix):
+                continue
+            if inspected >= SEARCH_SCAN_BYTES:
+                return MemoryPage(rows[:limit], self._cursor(kind, scope, last, prefix, options))
+            record = keys[key]
+            inspected += len(record.content.encode())
+            last = key
+            if self._live(record, now) and keep(record):
+                rows.append(record)
+                if len(rows) > limit:
+                    break
+        return self._page(kind, scope, limit, rows, prefix, options)
 
     # -- cursors: the core's, through the helpers (a subclass may make its own) -----------
 
-    def _start(self, kind: str, over, limit: int, after: Optional[str], prefix: str = ""):
+    def _start(
+        self,
+        kind: str,
+        over,
+        limit: int,
+        after: Optional[str],
+        prefix: str = "",
+        options: Optional[Options] = None,
+    ):
         """Checks a page request and returns the position to continue after, or ``None``.
 
         ``kind`` is ``list``, ``keys``, ``search`` or ``purge`` (``over`` a scope), ``namespaces``
         (``over`` an ``(application_id, user_id)`` pair), ``users`` (an application id) or
-        ``applications`` (``None``)."""
+        ``applications`` (``None``). ``options`` are a search's ``match``, ``ignore_case`` and
+        ``metadata`` (a listing's ``metadata``), which bind the cursor."""
         if kind == "namespaces":
             return namespace_page(*over, limit, after)
         if kind == "users":
             return user_page(over, limit, after)
         if kind == "applications":
             return application_page(limit, after)
-        return key_page(kind, over, limit, after, prefix)
+        return key_page(kind, over, limit, after, prefix, **(options or {}))
 
-    def _cursor(self, kind: str, over, position: str, prefix: str = "") -> str:
+    def _cursor(
+        self, kind: str, over, position: str, prefix: str = "", options: Optional[Options] = None
+    ) -> str:
         """The cursor continuing a page of ``kind`` (as for ``_start``) after ``position``."""
         if kind == "namespaces":
             return namespace_cursor(*over, position)
@@ -127,7 +197,7 @@ class DictStore:
             return user_cursor(over, position)
         if kind == "applications":
             return application_cursor(position)
-        return key_cursor(kind, over, position, prefix)
+        return key_cursor(kind, over, position, prefix, **(options or {}))
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -191,9 +261,13 @@ class DictStore:
         record = self._keys(scope).get(key)
         return record if record is not None and self._live(record, self._now()) else None
 
-    async def list(self, scope, limit=20, after=None, prefix=""):
-        start = self._start("list", scope, limit, after, prefix)
+    async def list(self, scope, limit=20, after=None, prefix="", *, metadata=None):
+        options: Options = {"metadata": metadata} if metadata else {}
+        start = self._start("list", scope, limit, after, prefix, options)
         self._ensure_started()
+        if options:
+            keep = lambda record: self._passes(record, options)  # noqa: E731
+            return self._scan("list", scope, limit, start, prefix, options, keep)
         now = self._now()
         keys = self._keys(scope)
         rows = []
@@ -225,30 +299,29 @@ class DictStore:
         cursor = self._cursor("keys", scope, rows[-1].key, prefix) if more and rows else None
         return KeyInfoPage(rows, cursor)
 
-    async def search(self, scope, query, limit=20, after=None):
-        check_query(query)
-        start = self._start("search", scope, limit, after)
+    async def search(
+        self,
+        scope,
+        query,
+        limit=20,
+        after=None,
+        *,
+        match="phrase",
+        ignore_case=False,
+        metadata=None,
+    ):
+        options: Options = {}
+        if match != "phrase":
+            options["match"] = match
+        if ignore_case:
+            options["ignore_case"] = True
+        if metadata:
+            options["metadata"] = metadata
+        words = search_words(query, **{k: v for k, v in options.items() if k != "metadata"})
+        start = self._start("search", scope, limit, after, "", options)
         self._ensure_started()
-        now = self._now()
-        keys = self._keys(scope)
-        rows = []
-        # A call inspects content bytes while under the budget (always one record at least),
-        # then returns with a cursor after the last key it inspected, as the contract asks.
-        inspected = 0
-        last = None
-        for key in sorted(keys):
-            if start is not None and key <= start:
-                continue
-            if inspected >= SEARCH_SCAN_BYTES:
-                return MemoryPage(rows[:limit], self._cursor("search", scope, last))
-            record = keys[key]
-            inspected += len(record.content.encode())
-            last = key
-            if self._live(record, now) and self._matches(record, query):
-                rows.append(record)
-                if len(rows) > limit:
-                    break
-        return self._page("search", scope, limit, rows)
+        keep = lambda record: self._matches(record, words, options) and self._passes(record, options)  # noqa: E731
+        return self._scan("search", scope, limit, start, "", options, keep)
 
     async def delete(self, scope, key, expected_revision=None):
         check_key(key)
@@ -334,6 +407,19 @@ class DictStore:
         return MemoryCleanupPage(deleted, cursor)
 
 
+def _same_value(found: Any, wanted: Any) -> bool:
+    """A filter's equality: numbers by value (``1`` equals ``1.0``, which Python's ``==``
+    compares exactly), a boolean only with a boolean (``True == 1`` in Python, not here), and
+    strings and ``None`` exactly."""
+    if isinstance(found, bool) or isinstance(wanted, bool):
+        return isinstance(found, bool) and isinstance(wanted, bool) and found == wanted
+    if isinstance(wanted, (int, float)):
+        return isinstance(found, (int, float)) and found == wanted
+    if wanted is None:
+        return found is None
+    return isinstance(found, str) and found == wanted
+
+
 class BrokenStore(DictStore):
     """``DictStore`` with two bugs a real store could have: namespaces share one bucket, and
     search ignores case."""
@@ -342,5 +428,5 @@ class BrokenStore(DictStore):
     def _ns_name(scope: MemoryScope) -> str:
         return ""
 
-    def _matches(self, record: MemoryRecord, query: str) -> bool:
-        return query.lower() in record.content.lower()
+    def _matches(self, record: MemoryRecord, words: List[str], options: Options) -> bool:
+        return all(word.lower() in record.content.lower() for word in words)

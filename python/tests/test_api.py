@@ -148,6 +148,136 @@ class LayersOverAPythonStore(unittest.IsolatedAsyncioTestCase):
             await ScopedMemory(store, MemoryScope("a", "u")).get("k")
 
 
+class SearchOptions(unittest.IsolatedAsyncioTestCase):
+    """``match``, ``ignore_case`` and ``metadata`` through the bindings: checked before any
+    I/O on every entry point, and handed to a store written in Python as keywords only when
+    they are not the defaults. What they select is the conformance cases' job."""
+
+    async def asyncSetUp(self):
+        self.scope = MemoryScope("app", "user")
+
+    async def test_options_are_checked_and_name_their_argument(self):
+        store = InMemoryStore()
+        await store.start()
+        handle = store.scoped(self.scope)
+        searches = [
+            lambda **o: store.search(self.scope, "tea", **o),
+            lambda **o: handle.search("tea", **o),
+        ]
+        listings = [lambda **o: store.list(self.scope, **o), lambda **o: handle.list(**o)]
+        cases = [
+            ("match", {"match": "regex"}),
+            ("match", {"match": "ALL_WORDS"}),
+            ("match", {"match": 1}),
+            ("metadata", {"metadata": "category=preferences"}),
+            ("metadata", {"metadata": {"tags": ["a"]}}),
+            ("metadata", {"metadata": {"nested": {"a": 1}}}),
+            ("metadata", {"metadata": {"n": float("inf")}}),
+            ("metadata", {"metadata": {"n": 2**70}}),
+            ("metadata", {"metadata": {f"f{i}": i for i in range(agent_memory.MAX_METADATA_FILTER_FIELDS + 1)}}),
+        ]
+        for field, options in cases:
+            for call in searches:
+                with self.subTest(field=field, options=options), self.assertRaises(MemoryValidationError) as caught:
+                    await call(**options)
+                self.assertEqual(caught.exception.field, field)
+            if "metadata" in options:
+                for call in listings:
+                    with self.subTest(field=field, listing=True), self.assertRaises(MemoryValidationError) as caught:
+                        await call(**options)
+                    self.assertEqual(caught.exception.field, field)
+        with self.assertRaises(TypeError):
+            await store.list(self.scope, match="all_words")
+        # The defaults, spelled out, are the plain request.
+        await store.put(self.scope, "k", "Tea")
+        page = await store.search(self.scope, "Tea", match="phrase", ignore_case=False, metadata=None)
+        self.assertEqual([r.key for r in page.items], ["k"])
+        self.assertEqual([r.key for r in (await handle.list(metadata={})).items], ["k"])
+
+    async def test_a_python_store_gets_the_options_as_keywords_only_when_set(self):
+        calls = []
+
+        class Recording(DictStore):
+            async def list(self, scope, limit=20, after=None, prefix="", **options):
+                calls.append(("list", options))
+                return await super().list(scope, limit, after, prefix, **options)
+
+            async def search(self, scope, query, limit=20, after=None, **options):
+                calls.append(("search", options))
+                return await super().search(scope, query, limit, after, **options)
+
+        store = Recording()
+        await store.start()
+        handle = ScopedMemory(store, self.scope)
+        await handle.put("a", "Prefers the BERLIN warehouse", metadata={"category": "preferences", "n": 1})
+        await handle.put("b", "berlin office", metadata={"category": "other"})
+        self.assertEqual([r.key for r in (await handle.search("berlin")).items], ["b"])
+        await handle.list()
+        self.assertEqual(calls, [("search", {}), ("list", {})])
+        calls.clear()
+        found = await handle.search("warehouse berlin", match="all_words", ignore_case=True, metadata={"n": 1.0})
+        self.assertEqual([r.key for r in found.items], ["a"])
+        listed = await handle.list(metadata={"category": "other"})
+        self.assertEqual([r.key for r in listed.items], ["b"])
+        self.assertEqual(
+            calls,
+            [
+                ("search", {"match": "all_words", "ignore_case": True, "metadata": {"n": 1.0}}),
+                ("list", {"metadata": {"category": "other"}}),
+            ],
+        )
+        # A bad option never reaches the store.
+        calls.clear()
+        with self.assertRaises(MemoryValidationError):
+            await handle.search("x", match="regex")
+        self.assertEqual(calls, [])
+
+    async def test_a_store_written_before_the_options_still_serves_plain_requests(self):
+        class Older(DictStore):
+            async def list(self, scope, limit=20, after=None, prefix=""):
+                return await super().list(scope, limit, after, prefix)
+
+            async def search(self, scope, query, limit=20, after=None):
+                return await super().search(scope, query, limit, after)
+
+        store = Older()
+        await store.start()
+        handle = ScopedMemory(store, self.scope)
+        await handle.put("k", "likes tea")
+        self.assertEqual([r.key for r in (await handle.search("tea")).items], ["k"])
+        self.assertEqual([r.key for r in (await handle.list()).items], ["k"])
+        # Asked for an option it cannot honour, it fails loudly rather than ignoring it.
+        with self.assertRaises(TypeError):
+            await handle.search("TEA", ignore_case=True)
+
+    async def test_provider_helpers(self):
+        from agent_memory import provider
+
+        self.assertEqual(provider.fold_case("\u212aelvin ΣΑΣ ς Straße İ"), "kelvin σασ σ straße İ")
+        self.assertNotEqual(provider.fold_case("Straße"), "Straße".casefold())  # full folding: ss
+        self.assertEqual(provider.search_words(" Berlin\u3000WAREHOUSE ", match="all_words", ignore_case=True), ["berlin", "warehouse"])
+        self.assertEqual(provider.search_words(" Berlin  x ", ignore_case=False), [" Berlin  x "])
+        with self.assertRaises(MemoryValidationError) as caught:
+            provider.check_query("   ", match="any_word")
+        self.assertEqual(caught.exception.field, "query")
+        provider.check_query("   ")  # a phrase of spaces is a literal
+        many = " ".join(["w"] * (agent_memory.MAX_QUERY_WORDS + 1))
+        with self.assertRaises(MemoryValidationError):
+            provider.search_words(many, match="all_words")
+        cursor = provider.key_cursor("search", self.scope, "k", match="any_word", metadata={"n": 1})
+        self.assertEqual(provider.key_page("search", self.scope, 1, cursor, match="any_word", metadata={"n": 1.0}), "k")
+        for other in ({"match": "all_words", "metadata": {"n": 1}}, {"match": "any_word"}, {"match": "any_word", "metadata": {"n": 1}, "ignore_case": True}):
+            with self.subTest(other=other), self.assertRaises(MemoryValidationError) as caught:
+                provider.key_page("search", self.scope, 1, cursor, **other)
+            self.assertEqual(caught.exception.field, "cursor")
+        with self.assertRaises(MemoryValidationError) as caught:
+            provider.key_page("list", self.scope, 1, match="all_words")
+        self.assertEqual(caught.exception.field, "match")
+        with self.assertRaises(MemoryValidationError) as caught:
+            provider.key_page("purge", self.scope, 1, metadata={"n": 1})
+        self.assertEqual(caught.exception.field, "metadata")
+
+
 class Errors(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):
         self.store = InMemoryStore()

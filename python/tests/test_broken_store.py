@@ -2,7 +2,7 @@
 
 import unittest
 
-from agent_memory.testing import CASE_NAMES, ManualClock, MemoryStoreConformanceMixin
+from agent_memory.testing import CASE_NAMES, PYTHON_CASE_NAMES, ManualClock, MemoryStoreConformanceMixin
 
 from reference_store import BrokenStore
 
@@ -36,7 +36,11 @@ class MixinCatchesBrokenStores(unittest.TestCase):
 
     def test_every_core_case_is_a_test_method(self):
         names = {name for name in dir(MemoryStoreConformanceMixin) if name.startswith("test_")}
-        self.assertEqual(names, {f"test_{name}" for name in CASE_NAMES})
+        self.assertEqual(
+            names,
+            {f"test_{name}" for name in CASE_NAMES}
+            | {f"test_python_{name}" for name in PYTHON_CASE_NAMES},
+        )
         self.assertGreater(len(CASE_NAMES), 90)
 
 

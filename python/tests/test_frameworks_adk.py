@@ -87,10 +87,42 @@ class Cases(QuietSlowCallbacks):
         self.assertEqual((await self.memory.search_memory(app_name=self.app, user_id="u2", query="green")).memories, [])
         self.assertEqual(len((await self.memory.search_memory(app_name=self.app, user_id="u2", query="red")).memories), 1)
         self.assertEqual((await self.memory.search_memory(app_name=self.app, user_id="u1", query="  ")).memories, [])
-        # At most `limit` entries, the newest.
+        # At most `limit` entries: among those sharing as many words, the newest.
         limited = AgentMemoryService(self.store, limit=1)
         newest = (await limited.search_memory(app_name=self.app, user_id="u1", query="colour")).memories
         self.assertEqual([m.author for m in newest], ["agent"])
+
+    async def test_search_matches_any_word_ignoring_case_best_first(self):
+        await self.memory.add_session_to_memory(await self.session("u1", [
+            ("user", "My dog is called Biscuit."),
+            ("agent", "Biscuit is a lovely name."),
+            ("user", "I live in BERLIN."),
+            ("user", "Prefers the Berlin warehouse for deliveries."),
+            ("user", "Stra\u00dfe names are long."),
+        ]))
+        search = lambda query, limit=10: AgentMemoryService(self.store, limit=limit).search_memory(app_name=self.app, user_id="u1", query=query)  # noqa: E731
+        texts = lambda found: [m.content.parts[0].text for m in found.memories]  # noqa: E731
+        # Any word, ignoring case, punctuation left out; the found entries in time order.
+        self.assertEqual(texts(await search("What's the dog's name?")), [
+            "My dog is called Biscuit.", "Biscuit is a lovely name.", "Prefers the Berlin warehouse for deliveries."])
+        self.assertEqual(texts(await search("berlin")), ["I live in BERLIN.", "Prefers the Berlin warehouse for deliveries."])
+        # The entries sharing the most words come first, whatever their age.
+        self.assertEqual(texts(await search("which WAREHOUSE in berlin", limit=1)), ["Prefers the Berlin warehouse for deliveries."])
+        self.assertEqual(texts(await search("dog biscuit", limit=1)), ["My dog is called Biscuit."])
+        # An ASCII word is a whole word ("name" is not in "names"), inside another script too.
+        self.assertEqual(texts(await search("names")), ["Stra\u00dfe names are long."])
+        await self.memory.add_session_to_memory(await self.session("u1", [("user", "\u79c1\u306fPython\u3092\u4f7f\u3046")]))
+        self.assertEqual(texts(await search("python")), ["\u79c1\u306fPython\u3092\u4f7f\u3046"])
+        self.assertEqual(texts(await search("\u4f7f\u3046")), ["\u79c1\u306fPython\u3092\u4f7f\u3046"])
+        self.assertEqual(texts(await search("thon")), [])
+        # Simple case folding: \u00df is not "ss".
+        self.assertEqual(texts(await search("STRASSE")), [])
+        self.assertEqual(texts(await search("STRA\u1e9eE")), ["Stra\u00dfe names are long."])
+        self.assertEqual(texts(await search("?! ...")), [])
+        # A query of more words than one core search takes, and one longer than one takes.
+        many = " ".join(f"filler{i}" for i in range(40)) + " Biscuit"
+        self.assertEqual(texts(await search(many)), ["My dog is called Biscuit.", "Biscuit is a lovely name."])
+        self.assertEqual(texts(await search("x" * 3000 + " dog")), ["My dog is called Biscuit."])
 
     async def test_explicit_memories_delete_and_erase(self):
         entry = MemoryEntry(id="pref-1", author="user", content=types.Content(role="user", parts=[types.Part(text="Vegetarian.")]), custom_metadata={"source": "form"})
@@ -118,8 +150,14 @@ class Cases(QuietSlowCallbacks):
         await saving.add_session_to_memory()
         message = types.Content(role="user", parts=[types.Part(text="Biscuit")])
         context = Context(runner._new_invocation_context(now, new_message=message))
-        # The load_memory tool, as the model would call it.
+        # The load_memory tool, as the model would call it: any word ("is" too), the entry
+        # sharing the most words first.
         loaded = await load_memory("dog is called", context)
+        self.assertEqual(
+            [m.content.parts[0].text for m in loaded.memories],
+            ["My dog is called Biscuit.", "Biscuit is a lovely name."],
+        )
+        loaded = await load_memory("dog called", context)
         self.assertEqual([m.content.parts[0].text for m in loaded.memories], ["My dog is called Biscuit."])
         # preload_memory searches with the user's message and puts what it finds in the request.
         request = LlmRequest()

@@ -134,17 +134,43 @@ class Cases(QuietSlowCallbacks):
             AgentMemoryStore(self.store, application_id=self.app, user_at=1, index={"dims": 3})
         self.assertIn("no embeddings", str(refused.exception))
 
-    async def test_query_is_literal_over_string_fields(self):
+    async def test_query_matches_every_word_ignoring_case_over_string_fields(self):
         await self.lg.aput(("notes", "u1"), "tea", {"content": "Likes \"green\" tea", "n": 1})
         await self.lg.aput(("notes", "u1"), "deep", {"tags": [{"name": "green tea"}]})
         await self.lg.aput(("notes", "u1"), "coffee", {"content": "Drinks coffee"})
+        await self.lg.aput(("notes", "u1"), "split", {"city": "Berlin", "site": "Warehouse"})
+        await self.lg.aput(("notes", "u1"), "street", {"content": "Stra\u00dfe"})
         keys = lambda items: [item.key for item in items]  # noqa: E731
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="tea")), ["deep", "tea"])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query='"green"')), ["tea"])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="content")), [])
-        self.assertEqual(keys(await self.lg.asearch(("notes",), query="Tea")), [])
+        search = lambda query: self.lg.asearch(("notes",), query=query)  # noqa: E731
+        self.assertEqual(keys(await search("tea")), ["deep", "tea"])
+        self.assertEqual(keys(await search("Tea")), ["deep", "tea"])
+        self.assertEqual(keys(await search("TEA green")), ["deep", "tea"])
+        self.assertEqual(keys(await search('"green"')), ["tea"])
+        self.assertEqual(keys(await search("green coffee")), [])
+        # Words may sit in different fields, never in a field's name.
+        self.assertEqual(keys(await search("warehouse berlin")), ["split"])
+        self.assertEqual(keys(await search("content")), [])
+        self.assertEqual(keys(await search("city Berlin")), [])
+        # Simple case folding: \u00df is not "ss".
+        self.assertEqual(keys(await search("STRASSE")), [])
+        self.assertEqual(keys(await search("stra\u00dfe")), ["street"])
+        # Only white space restricts nothing, like no query.
+        self.assertEqual(len(await search(" \t ")), 5)
         found = await self.lg.asearch(("notes", "u1"), query="coffee")
         self.assertIsNone(found[0].score)
+
+    async def test_a_long_query_matches_every_word(self):
+        words = [f"word{i}" for i in range(24)]
+        await self.lg.aput(("notes", "u1"), "all", {"text": " ".join(words)})
+        await self.lg.aput(("notes", "u1"), "most", {"text": " ".join(words[:-1])})
+        keys = lambda items: [item.key for item in items]  # noqa: E731
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(reversed(words)))), ["all"])
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=" ".join(words[:20]).upper())), ["all", "most"])
+        # Longer than one core query: the datastore narrows by what fits, the adapter checks all.
+        long_word = "\u00e9" * 700
+        await self.lg.aput(("notes", "u1"), "long", {"text": f"{long_word} tail"})
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=f"{long_word.upper()} TAIL")), ["long"])
+        self.assertEqual(keys(await self.lg.asearch(("notes",), query=f"{long_word} head")), [])
 
     async def test_filters_compare_numbers_as_numbers(self):
         for key, n in [("a", 9), ("b", 10), ("c", "10"), ("d", 100), ("e", 2.5)]:
@@ -159,6 +185,24 @@ class Cases(QuietSlowCallbacks):
         self.assertEqual(await asyncio.to_thread(keys, n={"$ne": 10}), ["a", "c", "d", "e"])
         self.assertEqual(await asyncio.to_thread(keys, n={"$gt": "1"}), ["c"])
         self.assertEqual(await asyncio.to_thread(keys, kind="y", n={"$gt": 5}), ["d"])
+
+    async def test_filters_on_text_are_narrowed_in_the_datastore(self):
+        for n in range(30):
+            await self.lg.aput(("items", "u1"), f"k{n:02}", {"kind": "note" if n % 10 else "pin", "n": n, "on": n == 20, "x": None if n == 7 else "v"})
+        await self.lg.aput(("items", "u1"), "nested", {"inner": {"kind": "pin"}, "text": '"kind":"pin"'})
+        # Five reads allowed (the namespace, then records): only a datastore that narrows by the
+        # filter's text answers. "nested" holds the text too and is checked out.
+        narrow = self.adapter(max_scan=5)
+        keys = lambda items: [item.key for item in items]  # noqa: E731
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": "pin"})), ["k00", "k10", "k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": {"$eq": "pin"}, "n": {"$gt": 5}})), ["k10", "k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"on": True})), ["k20"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"x": None})), ["k07"])
+        self.assertEqual(keys(await narrow.asearch(("items",), filter={"kind": "pin", "on": True}, query="V")), ["k20"])
+        # A number has more than one spelling: no narrowing, so the bound applies.
+        with self.assertRaises(ScanLimitError):
+            await narrow.asearch(("items",), filter={"n": 3})
+        self.assertEqual(keys(await self.lg.asearch(("items",), filter={"n": 3.0})), ["k03"])
 
     # --- listing and paging ---------------------------------------------------------------------
 
