@@ -21,6 +21,7 @@
 //! confirms every candidate with [`TextMatcher::matches`] and [`MetadataFilter::matches`].
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -136,6 +137,24 @@ pub fn fold_case(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(|c| mapper.simple_fold(c)).collect())
 }
 
+thread_local! {
+    /// The folded content [`TextMatcher::matches`] compares with, reused call after call.
+    static FOLDED: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Replaces `out` with `text` folded as [`fold_case`] folds it: ASCII text by a copy lowered
+/// in place, the rest character by character.
+fn fold_into(text: &str, out: &mut String) {
+    out.clear();
+    if text.is_ascii() {
+        out.push_str(text);
+        out.make_ascii_lowercase();
+        return;
+    }
+    let mapper = CaseMapper::new();
+    out.extend(text.chars().map(|c| mapper.simple_fold(c)));
+}
+
 /// Every character that simple case folding takes to the same character as `c`, `c` among
 /// them, in code point order.
 fn case_class(c: char) -> Vec<char> {
@@ -226,17 +245,25 @@ impl TextMatcher {
 
     /// True when `content` matches, in time linear in its length (times the number of words).
     pub fn matches(&self, content: &str) -> bool {
-        let content = match self.case {
-            Case::Sensitive => Cow::Borrowed(content),
-            Case::Insensitive => fold_case(content),
-        };
+        match self.case {
+            Case::Sensitive => self.found_in(content),
+            // The folded content goes into a buffer this thread keeps, so confirming a record
+            // allocates nothing once the buffer has grown to the longest content seen.
+            Case::Insensitive => FOLDED.with(|folded| {
+                let mut folded = folded.borrow_mut();
+                fold_into(content, &mut folded);
+                self.found_in(&folded)
+            }),
+        }
+    }
+
+    /// Whether the needles occur in `text` (folded already when the case is insensitive).
+    fn found_in(&self, text: &str) -> bool {
         match self.mode {
             MatchMode::Phrase | MatchMode::AllWords => {
-                self.needles.iter().all(|needle| content.contains(needle.as_str()))
+                self.needles.iter().all(|needle| text.contains(needle.as_str()))
             }
-            MatchMode::AnyWord => {
-                self.needles.iter().any(|needle| content.contains(needle.as_str()))
-            }
+            MatchMode::AnyWord => self.needles.iter().any(|needle| text.contains(needle.as_str())),
         }
     }
 
@@ -424,6 +451,15 @@ mod tests {
         // A combining mark stays itself: é as e + U+0301 is not the precomposed é.
         assert!(!insensitive("é", "e\u{301}"));
         assert!(insensitive("E\u{301}", "e\u{301}"));
+    }
+
+    #[test]
+    fn the_buffered_fold_is_fold_case() {
+        let mut out = String::from("left over");
+        for text in ["", "Berlin", "ΣΟΦΟΣ \u{212A}", "Straße İ", "plain"] {
+            fold_into(text, &mut out);
+            assert_eq!(out, fold_case(text));
+        }
     }
 
     #[test]
