@@ -5,16 +5,21 @@
 //! The server is `AGENT_MEMORY_TEST_POSTGRES_URL` when set, otherwise one the testkit starts
 //! for this process; the restart test starts its own.
 
+mod support {
+    pub mod search_options;
+}
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::{
-    Cursor, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter,
-    PageRequest, PostgresMemoryStore,
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
+    PostgresMemoryStore,
 };
 use agent_memory_testkit::postgres::{shared_url, PostgresServer};
 use serde_json::json;
+use support::search_options::drain;
 use tokio_postgres::NoTls;
 
 fn pooled_store() -> PostgresMemoryStore {
@@ -405,24 +410,6 @@ async fn search_inspects_a_bounded_number_of_keys_per_call() {
         .expect("drop");
 }
 
-/// Every key a paged read returns, following its cursors, and the number of calls it took.
-async fn drain<F, Fut>(mut read: F) -> (Vec<String>, usize)
-where
-    F: FnMut(Option<Cursor>) -> Fut,
-    Fut: std::future::Future<Output = agent_memory::Result<MemoryPage>>,
-{
-    let (mut keys, mut calls, mut after) = (Vec::new(), 0, None);
-    loop {
-        let page = read(after.take()).await.expect("a page");
-        calls += 1;
-        keys.extend(page.items.into_iter().map(|r| r.key));
-        match page.next_cursor {
-            Some(cursor) => after = Some(cursor),
-            None => return (keys, calls),
-        }
-    }
-}
-
 #[tokio::test]
 async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_statement() {
     let table = unique("modes");
@@ -434,64 +421,7 @@ async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_statement(
         .expect("config");
     store.start().await.expect("start");
     let s = scope("app", "user-1");
-    let records = [
-        ("a", "Prefers the Berlin WAREHOUSE", json!({"category": "preferences", "weight": 1.0})),
-        ("b", "berlin only", json!({"category": "notes", "weight": 1, "pinned": true})),
-        ("c", "\u{212A}ELVIN scale, 50%_off", json!({"category": "preferences", "n": null})),
-        ("d", "Straße ΣΑΣ", json!({"category": "preferences", "weight": 2})),
-        ("e", "a warehouse in Hamburg", json!({})),
-        ("f", "ΣΑΣ", json!({"category": "preferences", "weight": "1"})),
-    ];
-    for (key, content, metadata) in records {
-        let write = MemoryWrite::new(content).metadata(metadata);
-        store.put(&s, key, write).await.expect("put");
-    }
-    let search = |query: &'static str, request: PageRequest| {
-        let store = &store;
-        let s = &s;
-        drain(move |after| {
-            let request = request.clone().after_opt(after);
-            async move { store.search(s, query, request).await }
-        })
-    };
-    for limit in [1, 2, 100] {
-        let page = || PageRequest::new(limit);
-        let (words, _) = search("berlin warehouse", page().all_words().ignore_case()).await;
-        assert_eq!(words, ["a"], "limit {limit}");
-        let (any, _) = search("berlin warehouse", page().any_word().ignore_case()).await;
-        assert_eq!(any, ["a", "b", "e"], "limit {limit}");
-        assert_eq!(search("berlin", page()).await.0, ["b"], "phrases stay case-sensitive");
-        // The Kelvin sign folds to k; simple folding keeps ß apart from ss; every sigma
-        // matches every other; % and _ are literal under a regular expression too.
-        assert_eq!(search("kelvin", page().ignore_case()).await.0, ["c"]);
-        assert_eq!(search("STRASSE", page().ignore_case()).await.0, Vec::<String>::new());
-        assert_eq!(search("STRA\u{1E9E}E σας", page().ignore_case()).await.0, ["d"]);
-        assert_eq!(search("σας", page().ignore_case()).await.0, ["d", "f"]);
-        assert_eq!(search("0%_O", page().ignore_case()).await.0, ["c"]);
-        assert_eq!(search("0%.O", page().ignore_case()).await.0, Vec::<String>::new());
-        let preferences = MetadataFilter::new().field("category", "preferences");
-        let found = search("σας hamburg", page().any_word().ignore_case().metadata(preferences));
-        assert_eq!(found.await.0, ["d", "f"], "the filter applies to search");
-        // Numbers compare as numbers, never as strings; null is a value of its own.
-        let weight = MetadataFilter::new().field("weight", 1);
-        let (listed, _) = drain(|after| {
-            store.list(&s, PageRequest::new(limit).metadata(weight.clone()).after_opt(after))
-        })
-        .await;
-        assert_eq!(listed, ["a", "b"], "limit {limit}");
-        let null = MetadataFilter::new().field("n", serde_json::Value::Null);
-        let (listed, _) = drain(|after| {
-            store.list(&s, PageRequest::new(limit).metadata(null.clone()).after_opt(after))
-        })
-        .await;
-        assert_eq!(listed, ["c"], "limit {limit}");
-    }
-    // A cursor is bound to its request's options.
-    let first =
-        store.search(&s, "berlin", PageRequest::new(1).ignore_case()).await.expect("search");
-    let cursor = first.next_cursor.expect("more to read");
-    let err = store.search(&s, "berlin", PageRequest::new(1).after(cursor)).await.unwrap_err();
-    assert!(err.is_invalid(), "{err}");
+    support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
     store.close().await.expect("close");
     raw(&shared_url())
         .await

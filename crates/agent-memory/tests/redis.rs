@@ -3,6 +3,7 @@
 
 mod support {
     pub mod quotas;
+    pub mod search_options;
 }
 
 use std::collections::HashMap;
@@ -12,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{
-    Cursor, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter,
-    PageRequest, RedisMemoryStore, Timestamp,
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
+    RedisMemoryStore, Timestamp,
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
 use serde_json::json;
+use support::search_options::drain;
 
 async fn store() -> Fixture {
     let url = shared_url();
@@ -262,86 +264,13 @@ async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
     assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
 }
 
-/// Every key a paged read returns, following its cursors, and the number of calls it took.
-async fn drain<F, Fut>(mut read: F) -> (Vec<String>, usize)
-where
-    F: FnMut(Option<Cursor>) -> Fut,
-    Fut: std::future::Future<Output = agent_memory::Result<MemoryPage>>,
-{
-    let (mut keys, mut calls, mut after) = (Vec::new(), 0, None);
-    loop {
-        let page = read(after.take()).await.expect("a page");
-        calls += 1;
-        keys.extend(page.items.into_iter().map(|r| r.key));
-        match page.next_cursor {
-            Some(cursor) => after = Some(cursor),
-            None => return (keys, calls),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_script() {
     let store =
         RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(3).build().unwrap();
     store.start().await.unwrap();
     let s = MemoryScope::new(app(), "user").unwrap();
-    let records = [
-        ("a", "Prefers the Berlin WAREHOUSE", json!({"category": "preferences", "weight": 1.0})),
-        ("b", "berlin only", json!({"category": "notes", "weight": 1, "pinned": true})),
-        ("c", "\u{212A}ELVIN scale, 50%_off", json!({"category": "preferences", "n": null})),
-        ("d", "Straße ΣΑΣ", json!({"category": "preferences", "weight": 2})),
-        ("e", "a warehouse in Hamburg", json!({})),
-        ("f", "ΣΑΣ", json!({"category": "preferences", "weight": "1"})),
-    ];
-    for (key, content, metadata) in records {
-        store.put(&s, key, MemoryWrite::new(content).metadata(metadata)).await.unwrap();
-    }
-    let search = |query: &'static str, request: PageRequest| {
-        let store = &store;
-        let s = &s;
-        drain(move |after| {
-            let request = request.clone().after_opt(after);
-            async move { store.search(s, query, request).await }
-        })
-    };
-    for limit in [1, 2, 100] {
-        let page = || PageRequest::new(limit);
-        let (words, _) = search("berlin warehouse", page().all_words().ignore_case()).await;
-        assert_eq!(words, ["a"], "limit {limit}");
-        let (any, _) = search("berlin warehouse", page().any_word().ignore_case()).await;
-        assert_eq!(any, ["a", "b", "e"], "limit {limit}");
-        assert_eq!(search("berlin", page()).await.0, ["b"], "phrases stay case-sensitive");
-        // The Kelvin sign folds to k (Lua looks for "elvin" only); simple folding keeps ß
-        // apart from ss; Greek has no Lua pattern, so nothing narrows, and Rust decides.
-        assert_eq!(search("kelvin", page().ignore_case()).await.0, ["c"]);
-        assert_eq!(search("STRASSE", page().ignore_case()).await.0, Vec::<String>::new());
-        assert_eq!(search("STRA\u{1E9E}E σας", page().ignore_case()).await.0, ["d"]);
-        assert_eq!(search("σας", page().ignore_case()).await.0, ["d", "f"]);
-        assert_eq!(search("0%_O", page().ignore_case()).await.0, ["c"]);
-        assert_eq!(search("0%.O", page().ignore_case()).await.0, Vec::<String>::new());
-        let preferences = MetadataFilter::new().field("category", "preferences");
-        let found = search("σας hamburg", page().any_word().ignore_case().metadata(preferences));
-        assert_eq!(found.await.0, ["d", "f"], "the filter applies to search");
-        // Numbers compare as numbers, never as strings; null is a value of its own.
-        let weight = MetadataFilter::new().field("weight", 1);
-        let (listed, _) = drain(|after| {
-            store.list(&s, PageRequest::new(limit).metadata(weight.clone()).after_opt(after))
-        })
-        .await;
-        assert_eq!(listed, ["a", "b"], "limit {limit}");
-        let null = MetadataFilter::new().field("n", serde_json::Value::Null);
-        let (listed, _) = drain(|after| {
-            store.list(&s, PageRequest::new(limit).metadata(null.clone()).after_opt(after))
-        })
-        .await;
-        assert_eq!(listed, ["c"], "limit {limit}");
-    }
-    // A cursor is bound to its request's options.
-    let first = store.search(&s, "berlin", PageRequest::new(1).ignore_case()).await.unwrap();
-    let cursor = first.next_cursor.expect("more to read");
-    let err = store.search(&s, "berlin", PageRequest::new(1).after(cursor)).await.unwrap_err();
-    assert!(err.is_invalid(), "{err}");
+    support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
