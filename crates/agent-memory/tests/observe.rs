@@ -21,7 +21,9 @@ use tracing_subscriber::Layer;
 /// Every private value the tests write carries this, so one search finds any leak.
 const MARKER: &str = "PRIVATE7f3a";
 
-/// One test at a time: the hashed-ids switch is process-wide.
+/// One test at a time: the hashed-ids switch is process-wide, and tracing caches whether a
+/// callsite is wanted when it is first hit, so a callsite first hit on another test's thread
+/// while a capture is being installed could stay unwanted by the capture.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One captured span: its name, target, parent's name and every field recorded on it.
@@ -36,8 +38,8 @@ struct Captured {
 #[derive(Debug, Default, Clone)]
 struct Capture {
     spans: Arc<Mutex<Vec<Captured>>>,
-    /// Every event's fields, as text.
-    events: Arc<Mutex<Vec<String>>>,
+    /// Every event's level and fields, as text.
+    events: Arc<Mutex<Vec<(tracing::Level, String)>>>,
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
@@ -81,7 +83,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         event.record(&mut Fields(&mut fields));
-        self.events.lock().unwrap().push(format!("{fields:?}"));
+        let level = *event.metadata().level();
+        self.events.lock().unwrap().push((level, format!("{fields:?}")));
     }
 }
 
@@ -377,4 +380,37 @@ async fn ids_are_recorded_hashed_only_when_asked_for() {
     assert!(!applications.contains_key("agent_memory.application_id.hash"));
     assert!(!applications.contains_key("agent_memory.user_id.hash"));
     capture.assert_no_private_data();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_drivers_error_text_is_logged_at_debug_only() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.db");
+    let store = Arc::new(SqliteMemoryStore::new(&path));
+    store.start().await.expect("start");
+    // The table goes behind the store's back, so the next statement fails in the driver with
+    // the driver's own words.
+    rusqlite::Connection::open(&path)
+        .and_then(|conn| conn.execute_batch("DROP TABLE memory_records"))
+        .expect("drop the table");
+    let memory = ScopedMemory::new(store, scope());
+    let capture = Capture::default();
+    let err = capture
+        .run(tools::dispatch(&memory, "memory_get", &json!({"key": "k"})))
+        .await
+        .expect_err("the table is gone");
+    assert_eq!(err.kind(), tools::ToolErrorKind::Unavailable);
+    let events = capture.events.lock().unwrap().clone();
+    let detail = "memory_records"; // in SQLite's "no such table" message, never in ours
+    assert!(
+        events.iter().any(|(level, text)| *level == tracing::Level::DEBUG && text.contains(detail)),
+        "the driver's text is there for an operator who asks: {events:?}"
+    );
+    for (level, text) in &events {
+        if *level < tracing::Level::DEBUG {
+            assert!(!text.contains(detail), "logged at {level}: {text}");
+        }
+    }
+    assert!(events.iter().any(|(level, _)| *level == tracing::Level::WARN), "{events:?}");
 }

@@ -750,57 +750,6 @@ async fn storage_failures_hide_provider_internals() {
     }
 }
 
-/// Every event logged while it is the thread's subscriber, as its level and its fields.
-#[derive(Clone, Default)]
-struct Events(Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Fields(String);
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0.push_str(&format!("{}={value:?} ", field.name()));
-            }
-        }
-        let mut fields = Fields(String::new());
-        event.record(&mut fields);
-        self.0.lock().unwrap().push((*event.metadata().level(), fields.0));
-    }
-}
-
-#[cfg(feature = "sqlite")]
-#[tokio::test]
-async fn a_drivers_error_text_is_logged_at_debug_only() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("m.db");
-    let store = Arc::new(agent_memory::SqliteMemoryStore::new(&path));
-    store.start().await.expect("start");
-    // The table goes behind the store's back, so the next statement fails in the driver with
-    // the driver's own words.
-    rusqlite::Connection::open(&path)
-        .and_then(|conn| conn.execute_batch("DROP TABLE memory_records"))
-        .expect("drop the table");
-    let memory = ScopedMemory::new(store, scope("ines"));
-    let events = Events::default();
-    let subscriber = tracing_subscriber::registry().with(events.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let err = fail(&memory, "memory_get", json!({"key": "k"})).await;
-    assert_eq!(err.kind(), ToolErrorKind::Unavailable);
-    let events = events.0.lock().unwrap().clone();
-    let detail = "memory_records"; // in SQLite's "no such table" message, never in ours
-    assert!(
-        events.iter().any(|(level, text)| *level == tracing::Level::DEBUG && text.contains(detail)),
-        "the driver's text is there for an operator who asks: {events:?}"
-    );
-    for (level, text) in &events {
-        if *level < tracing::Level::DEBUG {
-            assert!(!text.contains(detail), "logged at {level}: {text}");
-        }
-    }
-    assert!(events.iter().any(|(level, _)| *level == tracing::Level::WARN), "{events:?}");
-}
-
 #[tokio::test]
 async fn a_store_that_was_never_started_is_unavailable_not_a_panic() {
     let memory = ScopedMemory::new(Arc::new(InMemoryStore::new()), scope("henry"));
