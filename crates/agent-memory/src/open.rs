@@ -4,14 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::InMemoryStore;
 use crate::store::MemoryStore;
 
 /// Builds an unstarted store from a URL; call [`start`](MemoryStore::start) before use.
 ///
 /// | URL | provider | feature |
 /// | --- | --- | --- |
-/// | `memory:`, `memory:?max_records_per_user=N` | [`InMemoryStore`] | always |
+/// | `memory:`, `memory:?max_records_per_user=N` | [`InMemoryStore`](crate::InMemoryStore) | always |
 /// | `sqlite:PATH` | `SqliteMemoryStore` (the file at `PATH`, created on first start unless `?mode=rw` or `?mode=ro` asks for an existing one) | `sqlite` |
 /// | `postgres://…`, `postgresql://…` | `PostgresMemoryStore` | `postgres` |
 /// | `redis://…`, `rediss://…` | `RedisMemoryStore` on one server | `redis` |
@@ -32,49 +31,18 @@ use crate::store::MemoryStore;
 /// # }).unwrap();
 /// ```
 ///
+/// The providers and their schemes come from one table,
+/// [`provider::registrations`](crate::provider::registrations).
+///
 /// # Errors
 /// [`Invalid`](MemoryError::Invalid) for an unknown scheme, a scheme whose feature is not
 /// enabled, or a URL the provider cannot parse. The message never repeats the URL, which may
 /// hold a password.
 pub fn open(url: &str) -> Result<Arc<dyn MemoryStore>> {
-    let scheme = url.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
-    match scheme.as_deref() {
-        Some("memory") => Ok(Arc::new(InMemoryStore::from_url(url)?)),
-        Some("sqlite") => open_sqlite(url),
-        Some("postgres" | "postgresql") => open_postgres(url),
-        Some("redis" | "rediss" | "redis+cluster" | "rediss+cluster") => open_redis(url),
-        _ => Err(MemoryError::invalid("url", "has an unknown scheme")),
+    match crate::provider::registration(url) {
+        Some(provider) => provider.open(url),
+        None => Err(MemoryError::invalid("url", "has an unknown scheme")),
     }
-}
-
-#[cfg(feature = "sqlite")]
-fn open_sqlite(url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Ok(Arc::new(crate::sqlite::SqliteMemoryStore::from_url(url)?))
-}
-
-#[cfg(not(feature = "sqlite"))]
-fn open_sqlite(_url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Err(MemoryError::invalid("url", "needs the `sqlite` feature, which is not enabled"))
-}
-
-#[cfg(feature = "postgres")]
-fn open_postgres(url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Ok(Arc::new(crate::postgres::PostgresMemoryStore::from_url(url)?))
-}
-
-#[cfg(not(feature = "postgres"))]
-fn open_postgres(_url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Err(MemoryError::invalid("url", "needs the `postgres` feature, which is not enabled"))
-}
-
-#[cfg(feature = "redis")]
-fn open_redis(url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Ok(Arc::new(crate::redis::RedisMemoryStore::from_url(url)?))
-}
-
-#[cfg(not(feature = "redis"))]
-fn open_redis(_url: &str) -> Result<Arc<dyn MemoryStore>> {
-    Err(MemoryError::invalid("url", "needs the `redis` feature, which is not enabled"))
 }
 
 /// Where the CLI and the MCP server keep memories when no store is named: `memories.db` in an

@@ -56,6 +56,8 @@ use crate::page::{
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
+mod registry;
+
 pub use crate::error::BoxError;
 pub use crate::matching::{fold_case, Needle, Prefilter, TextMatcher};
 pub use crate::page::{CursorKind, KeyPage, NamePage};
@@ -64,6 +66,7 @@ pub use crate::search_scan::{
     DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
 };
 pub use crate::write::{WriteCondition, WriteParts};
+pub use registry::{registration, registrations, Opener, Registration};
 
 /// A cursor for the operation `kind` in `scope`, continuing after the key `position`, for a
 /// page without a `list` prefix (a prefixed page's cursors come from [`KeyPage::cursor`]).
