@@ -10,6 +10,22 @@
 //!
 //! No error message repeats the URL or any part of it but a parameter's name: URLs carry
 //! passwords.
+//!
+//! Public as [`provider::ConnectionUrl`](crate::provider::ConnectionUrl), so a provider outside
+//! this crate reads its URL exactly as the built-in ones do:
+//!
+//! ```
+//! use agent_memory::provider::ConnectionUrl;
+//!
+//! let url = ConnectionUrl::parse("myprovider://user:pw@a:1,b:2/db?search_scan_limit=10")?;
+//! assert_eq!(url.scheme, "myprovider");
+//! assert_eq!(url.hosts.len(), 2);
+//! assert_eq!(url.hosts[1].port, Some(2));
+//! let mut params = url.params;
+//! assert_eq!(params.take_parsed::<usize>("search_scan_limit")?, Some(10));
+//! params.finish()?; // nothing left over: a typo would be an error here
+//! # Ok::<(), agent_memory::MemoryError>(())
+//! ```
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -22,27 +38,38 @@ use crate::error::{MemoryError, Result};
 
 /// One `host[:port]` of a URL's authority.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HostPort {
+pub struct HostPort {
     /// The host name or address, without IPv6 brackets; empty when the URL names none.
-    pub(crate) host: String,
+    pub host: String,
     /// The port, when given.
-    pub(crate) port: Option<u16>,
+    pub port: Option<u16>,
 }
 
-/// A parsed store URL. `Debug` is not derived: the password must never be printed.
-pub(crate) struct ConnectionUrl {
+/// A parsed store URL. Its `Debug` shows the scheme, the hosts and the parameters' names only:
+/// user names, passwords, paths and parameter values can be private.
+pub struct ConnectionUrl {
     /// The scheme, lowercase.
-    pub(crate) scheme: String,
+    pub scheme: String,
     /// The user name, decoded; empty when the URL names none.
-    pub(crate) username: String,
+    pub username: String,
     /// The password, decoded.
-    pub(crate) password: Option<String>,
+    pub password: Option<String>,
     /// The hosts in the order written; empty for URLs without an authority (`sqlite:PATH`).
-    pub(crate) hosts: Vec<HostPort>,
+    pub hosts: Vec<HostPort>,
     /// The path, decoded, with its leading `/` (for `scheme:PATH` URLs, `PATH` as written).
-    pub(crate) path: String,
+    pub path: String,
     /// The query parameters.
-    pub(crate) params: Params,
+    pub params: Params,
+}
+
+impl std::fmt::Debug for ConnectionUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionUrl")
+            .field("scheme", &self.scheme)
+            .field("hosts", &self.hosts)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 fn invalid_url(reason: &'static str) -> MemoryError {
@@ -56,7 +83,7 @@ impl ConnectionUrl {
     /// [`Invalid`](MemoryError::Invalid) naming `url` for text that is not a URL, a host list
     /// with an empty or malformed entry, a port out of range, a fragment, or text that does not
     /// decode as UTF-8. The message never repeats the URL.
-    pub(crate) fn parse(text: &str) -> Result<Self> {
+    pub fn parse(text: &str) -> Result<Self> {
         let (scheme, rest) = text.split_once(':').ok_or_else(|| invalid_url("has no scheme"))?;
         if scheme.is_empty()
             || !scheme.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -119,7 +146,7 @@ impl ConnectionUrl {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` when it lists several hosts.
-    pub(crate) fn single_host(&self) -> Result<Option<&HostPort>> {
+    pub fn single_host(&self) -> Result<Option<&HostPort>> {
         match self.hosts.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(one)),
@@ -141,12 +168,19 @@ fn decode(text: &str) -> Result<Cow<'_, str>> {
     percent_decode_str(text).decode_utf8().map_err(|_| invalid_url("does not decode as UTF-8"))
 }
 
-/// The query parameters of a URL, taken one by one by the provider that knows them.
-#[derive(Debug, Default)]
-pub(crate) struct Params {
+/// The query parameters of a URL, taken one by one by the provider that knows them. Its
+/// `Debug` lists the names left to take, never a value.
+#[derive(Default)]
+pub struct Params {
     // Name and value, decoded, in the order written. Values are never printed: they can be
     // credentials (a PostgreSQL `password=`).
     pairs: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.pairs.iter().map(|(name, _)| name)).finish()
+    }
 }
 
 impl Params {
@@ -165,7 +199,7 @@ impl Params {
     }
 
     /// Takes the text of parameter `name`, if present.
-    pub(crate) fn take(&mut self, name: &str) -> Option<String> {
+    pub fn take(&mut self, name: &str) -> Option<String> {
         let at = self.pairs.iter().position(|(n, _)| n == name)?;
         Some(self.pairs.remove(at).1)
     }
@@ -174,7 +208,7 @@ impl Params {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` and the parameter when it does not parse.
-    pub(crate) fn take_parsed<T: FromStr>(&mut self, name: &str) -> Result<Option<T>> {
+    pub fn take_parsed<T: FromStr>(&mut self, name: &str) -> Result<Option<T>> {
         match self.take(name) {
             None => Ok(None),
             Some(text) => text.trim().parse().map(Some).map_err(|_| {
@@ -187,7 +221,7 @@ impl Params {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` and the parameter for any other value.
-    pub(crate) fn take_bool(&mut self, name: &str) -> Result<Option<bool>> {
+    pub fn take_bool(&mut self, name: &str) -> Result<Option<bool>> {
         match self.take(name).as_deref() {
             None => Ok(None),
             Some("true" | "1" | "on" | "yes") => Ok(Some(true)),
@@ -203,7 +237,7 @@ impl Params {
     ///
     /// # Errors
     /// As [`take_parsed`](Self::take_parsed).
-    pub(crate) fn take_seconds(&mut self, name: &str) -> Result<Option<Duration>> {
+    pub fn take_seconds(&mut self, name: &str) -> Result<Option<Duration>> {
         Ok(self.take_parsed::<u64>(name)?.map(Duration::from_secs))
     }
 
@@ -211,7 +245,7 @@ impl Params {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `url` and the first parameter nobody took.
-    pub(crate) fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<()> {
         match self.pairs.first() {
             None => Ok(()),
             Some((name, _)) => Err(MemoryError::invalid(
@@ -235,6 +269,18 @@ fn printable(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_user_password_path_or_value() {
+        let url =
+            ConnectionUrl::parse("postgres://who:s3cret@db:5432/private?password=pw2&table=t")
+                .unwrap();
+        let text = format!("{url:?}");
+        for private in ["who", "s3cret", "private", "pw2"] {
+            assert!(!text.contains(private), "{private} in {text}");
+        }
+        assert!(text.contains("\"db\"") && text.contains("\"password\""), "{text}");
+    }
 
     #[test]
     fn credentials_hosts_path_and_params_are_decoded() {
@@ -273,7 +319,7 @@ mod tests {
             "redis+cluster://a:1,b:2:3",
             "redis+cluster://,a:1",
         ] {
-            assert!(ConnectionUrl::parse(bad).err().expect(bad).is_invalid(), "{bad}");
+            assert!(ConnectionUrl::parse(bad).expect_err(bad).is_invalid(), "{bad}");
         }
     }
 
@@ -301,7 +347,7 @@ mod tests {
         assert!(params.take_bool("b").is_err());
         for bad in ["no scheme here", "://h", "1redis://h", "redis://h:notaport/0", "redis://h/#x"]
         {
-            let err = ConnectionUrl::parse(bad).err().expect(bad);
+            let err = ConnectionUrl::parse(bad).expect_err(bad);
             assert!(err.is_invalid(), "{bad}");
         }
     }

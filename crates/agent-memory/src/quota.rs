@@ -112,7 +112,11 @@ impl Quotas {
     }
 
     /// Takes `max_records_per_user` and `max_bytes_per_user` from URL parameters.
-    pub(crate) fn from_params(params: &mut crate::connection_url::Params) -> Result<Self> {
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `url` and the parameter when one does not
+    /// parse as a whole number.
+    pub fn from_params(params: &mut crate::connection_url::Params) -> Result<Self> {
         let mut quotas = Self::default();
         if let Some(n) = params.take_parsed(MAX_RECORDS_PER_USER)? {
             quotas = quotas.max_records_per_user(n);

@@ -19,6 +19,7 @@ use super::url::{driver_params, store_params, tls_params, Servers};
 use super::PostgresMemoryStore;
 use crate::connection_url::{ConnectionUrl, HostPort};
 use crate::error::{MemoryError, Result};
+use crate::provider::CommonOptions;
 
 /// Default schema holding the table.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -34,8 +35,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default most keys one `search` call inspects.
 pub const DEFAULT_SEARCH_SCAN_LIMIT: usize = 1_000;
-/// Default most content bytes one `search` call inspects (the shared default).
-pub(crate) const DEFAULT_SEARCH_SCAN_BYTES: usize = crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
 /// Default rows one `delete_user` batch removes.
 pub const DEFAULT_ERASE_BATCH_SIZE: usize = 1_000;
 
@@ -59,14 +58,11 @@ pub(crate) struct Options {
     pub(crate) connect_timeout: Duration,
     pub(crate) acquire_timeout: Duration,
     pub(crate) setup_schema: bool,
-    pub(crate) search_scan_limit: usize,
-    pub(crate) search_scan_bytes: usize,
-    pub(crate) erase_batch_size: usize,
+    pub(crate) common: CommonOptions,
     pub(crate) write_batch_max: usize,
     /// `None`: the default, [`Options::write_connections`].
     pub(crate) write_connections: Option<usize>,
     pub(crate) prepared_statements: bool,
-    pub(crate) quotas: crate::quota::Quotas,
 }
 
 impl Default for Options {
@@ -77,13 +73,10 @@ impl Default for Options {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             setup_schema: true,
-            search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
-            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
-            erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            common: CommonOptions::new(DEFAULT_SEARCH_SCAN_LIMIT, DEFAULT_ERASE_BATCH_SIZE),
             write_batch_max: DEFAULT_WRITE_BATCH_MAX,
             write_connections: None,
             prepared_statements: true,
-            quotas: crate::quota::Quotas::unlimited(),
         }
     }
 }
@@ -105,7 +98,7 @@ impl Options {
 #[derive(Clone)]
 pub struct PostgresMemoryStoreBuilder {
     config: tokio_postgres::Config,
-    options: Options,
+    pub(super) options: Options,
     tls: TlsSettings,
     schema: String,
     table: String,
@@ -164,7 +157,7 @@ impl PostgresMemoryStoreBuilder {
     /// Most keys one `search` call inspects before returning what it found with a cursor
     /// (default 1,000). At least 1.
     pub fn search_scan_limit(mut self, keys: usize) -> Self {
-        self.options.search_scan_limit = keys;
+        self.options.common.search_scan_limit = keys;
         self
     }
 
@@ -173,7 +166,7 @@ impl PostgresMemoryStoreBuilder {
     /// most this plus one record's content. This bounds how long one call holds a backend,
     /// whatever is stored (see the provider guide, "Search").
     pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.options.search_scan_bytes = bytes;
+        self.options.common.search_scan_bytes = bytes;
         self
     }
 
@@ -181,7 +174,7 @@ impl PostgresMemoryStoreBuilder {
     /// (default 1,000).
     /// At least 1.
     pub fn erase_batch_size(mut self, rows: usize) -> Self {
-        self.options.erase_batch_size = rows;
+        self.options.common.erase_batch_size = rows;
         self
     }
 
@@ -208,7 +201,7 @@ impl PostgresMemoryStoreBuilder {
     /// included (default: no limit; at least 1). See [Quotas](crate#quotas). URL parameter
     /// `max_records_per_user`.
     pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.options.quotas = self.options.quotas.max_records_per_user(records);
+        self.options.common.quotas = self.options.common.quotas.max_records_per_user(records);
         self
     }
 
@@ -216,13 +209,13 @@ impl PostgresMemoryStoreBuilder {
     /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
     /// parameter `max_bytes_per_user`.
     pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.options.quotas = self.options.quotas.max_bytes_per_user(bytes);
+        self.options.common.quotas = self.options.common.quotas.max_bytes_per_user(bytes);
         self
     }
 
     /// Sets both limits at once from `quotas`.
     pub fn quotas(mut self, quotas: crate::quota::Quotas) -> Self {
-        self.options.quotas = quotas;
+        self.options.common.quotas = quotas;
         self
     }
 
@@ -306,15 +299,7 @@ impl PostgresMemoryStoreBuilder {
         if o.acquire_timeout.is_zero() {
             return Err(MemoryError::invalid("acquire_timeout", "must be longer than zero"));
         }
-        if o.search_scan_limit == 0 {
-            return Err(MemoryError::invalid("search_scan_limit", "must be at least 1"));
-        }
-        if o.search_scan_bytes == 0 {
-            return Err(MemoryError::invalid("search_scan_bytes", "must be at least 1"));
-        }
-        if o.erase_batch_size == 0 {
-            return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
-        }
+        o.common.check()?;
         if o.write_batch_max == 0 {
             return Err(MemoryError::invalid("write_batch_max", "must be at least 1"));
         }
@@ -328,7 +313,6 @@ impl PostgresMemoryStoreBuilder {
             }
             _ => {}
         }
-        o.quotas.check()?;
         let tls = tls::resolve(&self.tls)?;
         let mut config = self.config;
         let mode = tls_mode_for_hosts(&mut config, &tls)?;

@@ -74,7 +74,7 @@ impl PostgresMemoryStore {
         let sql = Arc::new(Statements::new(&names));
         let writer = Arc::new(batch::Writer::new(
             Arc::clone(&sql),
-            options.quotas,
+            options.common.quotas,
             options.write_batch_max,
             options.write_connections(),
         ));
@@ -129,10 +129,10 @@ impl PostgresMemoryStore {
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
         // From after the cursor, else from the prefix ('' for none, at or before every key).
         let start = page.after.as_deref().unwrap_or(&page.prefix);
-        let scan = limit_param(self.options.search_scan_limit);
+        let scan = limit_param(self.options.common.search_scan_limit);
         // Each needle reads the content once: they share the byte budget, so a query of many
         // words costs no more per call than a phrase.
-        let share = self.options.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
+        let share = self.options.common.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
         let bytes = limit_param(share);
         let matches = limit_param(limit + 1);
         let filter = page.metadata.to_json();
@@ -397,7 +397,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let client = self.client().await?;
         let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let batch = limit_param(self.options.erase_batch_size);
+        let batch = limit_param(self.options.common.erase_batch_size);
         let probe = batch.saturating_add(1);
         let mut removed: u64 = 0;
         // One statement per batch, each its own transaction: a namespace of millions of rows
@@ -417,7 +417,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
         let client = self.client().await?;
-        let batch = limit_param(self.options.erase_batch_size);
+        let batch = limit_param(self.options.common.erase_batch_size);
         let probe = batch.saturating_add(1);
         let mut removed: u64 = 0;
         loop {

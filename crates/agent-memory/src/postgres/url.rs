@@ -38,15 +38,6 @@ pub(super) fn store_params(
     if let Some(timeout) = params.take_seconds("acquire_timeout")? {
         builder = builder.acquire_timeout(timeout);
     }
-    if let Some(keys) = params.take_parsed("search_scan_limit")? {
-        builder = builder.search_scan_limit(keys);
-    }
-    if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
-        builder = builder.search_scan_bytes(bytes);
-    }
-    if let Some(rows) = params.take_parsed("erase_batch_size")? {
-        builder = builder.erase_batch_size(rows);
-    }
     if let Some(writes) = params.take_parsed("write_batch_max")? {
         builder = builder.write_batch_max(writes);
     }
@@ -56,7 +47,7 @@ pub(super) fn store_params(
     if let Some(prepared) = params.take_bool("prepared_statements")? {
         builder = builder.prepared_statements(prepared);
     }
-    builder = builder.quotas(crate::quota::Quotas::from_params(params)?);
+    builder.options.common.take_params(params)?;
     Ok(builder)
 }
 

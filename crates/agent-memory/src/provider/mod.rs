@@ -7,6 +7,8 @@
 //!
 //! | step | use |
 //! | --- | --- |
+//! | read a store URL (`from_url`) | [`ConnectionUrl::parse`], then [`Params`]' `take_*` for each parameter the provider knows and [`Params::finish`], which refuses the rest |
+//! | take the options every provider takes | a [`CommonOptions`] in the provider's options: search budgets, erase batch size and quotas, with their URL parameters ([`CommonOptions::take_params`]) and checks ([`CommonOptions::check`]) |
 //! | check a `put` | [`MemoryWrite::validate`](crate::MemoryWrite::validate), then [`MemoryWrite::into_parts`](crate::MemoryWrite::into_parts) for the [`WriteParts`] and their [`WriteCondition`] |
 //! | check a key, a query, ids | [`validation::key`](crate::validation::key), [`validation::query`](crate::validation::query), [`validation::user`](crate::validation::user) |
 //! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`]: read keys from its start (`after`, exclusive, else `prefix`, inclusive) up to [`KeyPage::prefix_end`] (exclusive) in the datastore |
@@ -23,7 +25,9 @@
 //! | fail | the constructors of [`MemoryError`], with the driver's error as the source of `Storage` |
 //!
 //! Then run the conformance suite (feature `conformance`) against a real instance of the
-//! datastore; see the crate guide's "Writing a provider".
+//! datastore; see the crate guide's "Writing a provider" and the compiled example
+//! `examples/custom_provider.rs`. A provider inside this crate also adds its line to the
+//! table behind [`registrations`], through which [`open`](crate::open) finds it by scheme.
 //!
 //! ```
 //! use agent_memory::provider::{key_cursor, page_from_rows, CursorKind};
@@ -56,8 +60,10 @@ use crate::page::{
 use crate::record::MemoryRecord;
 use crate::scope::MemoryScope;
 
+mod options;
 mod registry;
 
+pub use crate::connection_url::{ConnectionUrl, HostPort, Params};
 pub use crate::error::BoxError;
 pub use crate::matching::{fold_case, Needle, Prefilter, TextMatcher};
 pub use crate::page::{CursorKind, KeyPage, NamePage};
@@ -66,6 +72,7 @@ pub use crate::search_scan::{
     DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
 };
 pub use crate::write::{WriteCondition, WriteParts};
+pub use options::CommonOptions;
 pub use registry::{registration, registrations, Opener, Registration};
 
 /// A cursor for the operation `kind` in `scope`, continuing after the key `position`, for a

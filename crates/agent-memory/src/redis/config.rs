@@ -18,7 +18,7 @@ use super::url::{database, no_host, node_info, scheme, settings, Transport};
 use super::RedisMemoryStore;
 use crate::connection_url::ConnectionUrl;
 use crate::error::{MemoryError, Result};
-use crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
+use crate::provider::CommonOptions;
 use crate::validation;
 
 /// The port of a URL host without one.
@@ -41,18 +41,12 @@ pub(super) struct Options {
     pub(super) response_timeout: Duration,
     /// Longest wait to open one connection.
     pub(super) connect_timeout: Duration,
-    /// Most records one erase script call removes.
-    pub(super) erase_batch_size: usize,
+    /// The search budgets, erase batch size and quotas every provider takes.
+    pub(super) common: CommonOptions,
     /// Most index entries one `list` call inspects.
     pub(super) list_scan_limit: usize,
-    /// Most index entries one `search` call inspects.
-    pub(super) search_scan_limit: usize,
-    /// Most content bytes one `search` call inspects.
-    pub(super) search_scan_bytes: usize,
     /// The TLS files and verification of a `rediss` URL.
     pub(super) tls: TlsFiles,
-    /// Limits per application user.
-    pub(super) quotas: crate::quota::Quotas,
 }
 
 /// The TLS settings of a `rediss` URL, named after `redis-cli`'s flags. Paths are not secret;
@@ -117,12 +111,9 @@ impl Default for Options {
             require_durable: false,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            common: CommonOptions::new(DEFAULT_SEARCH_SCAN_LIMIT, DEFAULT_ERASE_BATCH_SIZE),
             list_scan_limit: DEFAULT_LIST_SCAN_LIMIT,
-            search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
-            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
             tls: TlsFiles::default(),
-            quotas: crate::quota::Quotas::unlimited(),
         }
     }
 }
@@ -136,22 +127,13 @@ impl Options {
         if self.connect_timeout.is_zero() {
             return Err(MemoryError::invalid("connect_timeout", "must be longer than zero"));
         }
-        if self.erase_batch_size == 0 {
-            return Err(MemoryError::invalid("erase_batch_size", "must be at least 1"));
-        }
+        self.common.check()?;
         if self.list_scan_limit < MIN_LIST_SCAN_LIMIT {
             return Err(MemoryError::invalid(
                 "list_scan_limit",
                 format!("must be at least {MIN_LIST_SCAN_LIMIT}, so a page of live records fits"),
             ));
         }
-        if self.search_scan_limit == 0 {
-            return Err(MemoryError::invalid("search_scan_limit", "must be at least 1"));
-        }
-        if self.search_scan_bytes == 0 {
-            return Err(MemoryError::invalid("search_scan_bytes", "must be at least 1"));
-        }
-        self.quotas.check()?;
         Ok(())
     }
 }
@@ -326,19 +308,10 @@ impl RedisMemoryStoreBuilder {
         if let Some(timeout) = params.take_seconds("connect_timeout")? {
             builder = builder.connect_timeout(timeout);
         }
-        if let Some(records) = params.take_parsed("erase_batch_size")? {
-            builder = builder.erase_batch_size(records);
-        }
         if let Some(entries) = params.take_parsed("list_scan_limit")? {
             builder = builder.list_scan_limit(entries);
         }
-        if let Some(entries) = params.take_parsed("search_scan_limit")? {
-            builder = builder.search_scan_limit(entries);
-        }
-        if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
-            builder = builder.search_scan_bytes(bytes);
-        }
-        builder = builder.quotas(crate::quota::Quotas::from_params(&mut params)?);
+        builder.options.common.take_params(&mut params)?;
         if let Some(path) = params.take("cacert") {
             builder = builder.tls_ca_cert(path);
         }
@@ -382,27 +355,27 @@ impl RedisMemoryStoreBuilder {
     /// Most records one `delete_all` or `delete_user` script call removes (default 500; at
     /// least 1); the store loops until none is left, so one call never blocks the server long.
     pub fn erase_batch_size(mut self, records: usize) -> Self {
-        self.options.erase_batch_size = records;
+        self.options.common.erase_batch_size = records;
         self
     }
 
     /// The most records one application user may hold, every namespace and expired records
     /// included (default: no limit; at least 1). See [Quotas](crate#quotas).
     pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.options.quotas = self.options.quotas.max_records_per_user(records);
+        self.options.common.quotas = self.options.common.quotas.max_records_per_user(records);
         self
     }
 
     /// The most bytes one application user may hold, counted by
     /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
     pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.options.quotas = self.options.quotas.max_bytes_per_user(bytes);
+        self.options.common.quotas = self.options.common.quotas.max_bytes_per_user(bytes);
         self
     }
 
     /// Sets both limits at once from `quotas`.
     pub fn quotas(mut self, quotas: crate::quota::Quotas) -> Self {
-        self.options.quotas = quotas;
+        self.options.common.quotas = quotas;
         self
     }
 
@@ -416,7 +389,7 @@ impl RedisMemoryStoreBuilder {
     /// Most index entries one `search` call inspects (default 500; at least 1); a call that
     /// reaches it returns what it found with a cursor.
     pub fn search_scan_limit(mut self, entries: usize) -> Self {
-        self.options.search_scan_limit = entries;
+        self.options.common.search_scan_limit = entries;
         self
     }
 
@@ -425,7 +398,7 @@ impl RedisMemoryStoreBuilder {
     /// reaches it returns what it found with a cursor. Redis runs one script at a time, so this
     /// bounds how long one search keeps every other client waiting, whatever is stored.
     pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.options.search_scan_bytes = bytes;
+        self.options.common.search_scan_bytes = bytes;
         self
     }
 

@@ -144,8 +144,9 @@ impl RedisMemoryStore {
         let (budget, byte_budget) = if matcher.is_some() || !filter.is_empty() {
             // Each needle reads the content once: they share the byte budget, so a query of
             // many words holds the server no longer than a phrase.
-            let share = self.options.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
-            (self.options.search_scan_limit, share.to_string())
+            let share =
+                self.options.common.search_scan_bytes.div_ceil(narrowing.needles.len().max(1));
+            (self.options.common.search_scan_limit, share.to_string())
         } else {
             (self.options.list_scan_limit, String::new())
         };
@@ -340,7 +341,7 @@ impl crate::observe::Backend for RedisMemoryStore {
         let bytes = 5 * record_key.len() + PAYLOAD_AT + parts.content.len() + source.len() + 256;
         let charged =
             crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
-        let quotas = self.options.quotas;
+        let quotas = self.options.common.quotas;
         let limit = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
         let build = |indexed: bool| -> Result<Call<'_>> {
             let mut call = Call::with_capacity(&SCRIPTS.put, 5, bytes);
@@ -494,7 +495,7 @@ impl crate::observe::Backend for RedisMemoryStore {
             .arg(keys.usage())
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
-            .arg(self.options.erase_batch_size)
+            .arg(self.options.common.erase_batch_size)
             .arg(&keys.user);
         self.erase_loop(&call).await
     }
@@ -507,7 +508,7 @@ impl crate::observe::Backend for RedisMemoryStore {
             .arg(floor_key(&prefix))
             .arg(usage_key(&prefix))
             .arg(&prefix)
-            .arg(self.options.erase_batch_size);
+            .arg(self.options.common.erase_batch_size);
         let removed = self.erase_loop(&call).await?;
         self.unindex_user(application_id, user_id).await?;
         Ok(removed)

@@ -16,7 +16,7 @@ use percent_encoding::percent_decode_str;
 use super::SqliteMemoryStore;
 use crate::connection_url::ConnectionUrl;
 use crate::error::{MemoryError, Result};
-use crate::provider::DEFAULT_SEARCH_SCAN_BYTES;
+use crate::provider::CommonOptions;
 use crate::quota::Quotas;
 use crate::time::{Clock, SystemClock};
 
@@ -67,12 +67,9 @@ pub(super) struct Settings {
     pub(super) read_only: bool,
     pub(super) create: bool,
     pub(super) readers: usize,
-    pub(super) search_scan_limit: usize,
-    pub(super) search_scan_bytes: usize,
-    pub(super) erase_batch_size: usize,
+    pub(super) common: CommonOptions,
     pub(super) cache_kib: u32,
     pub(super) mmap_bytes: u64,
-    pub(super) quotas: Quotas,
 }
 
 impl Default for Settings {
@@ -83,12 +80,9 @@ impl Default for Settings {
             read_only: false,
             create: true,
             readers: DEFAULT_READERS,
-            search_scan_limit: DEFAULT_SEARCH_SCAN_LIMIT,
-            search_scan_bytes: DEFAULT_SEARCH_SCAN_BYTES,
-            erase_batch_size: DEFAULT_ERASE_BATCH_SIZE,
+            common: CommonOptions::new(DEFAULT_SEARCH_SCAN_LIMIT, DEFAULT_ERASE_BATCH_SIZE),
             cache_kib: CACHE_KIB,
             mmap_bytes: MMAP_BYTES,
-            quotas: Quotas::unlimited(),
         }
     }
 }
@@ -107,19 +101,9 @@ impl Settings {
             ));
         }
         at_least_one("readers", self.readers)?;
-        self.quotas.check()?;
-        at_least_one("search_scan_limit", self.search_scan_limit)?;
-        at_least_one("search_scan_bytes", self.search_scan_bytes)?;
-        at_least_one("erase_batch_size", self.erase_batch_size)?;
+        self.common.check()?;
         if self.mmap_bytes > MAX_MMAP_BYTES {
             return Err(MemoryError::invalid("mmap_size", "must be at most 2147418112 bytes"));
-        }
-        // The batch size is bound as a SQL `LIMIT`, a 64-bit signed integer.
-        if i64::try_from(self.erase_batch_size).is_err() {
-            return Err(MemoryError::invalid(
-                "erase_batch_size",
-                "must be at most 9223372036854775807",
-            ));
         }
         Ok(())
     }
@@ -222,7 +206,7 @@ impl SqliteMemoryStoreBuilder {
     /// fewer calls; a smaller one keeps each call, and the reader it occupies, shorter. URL
     /// parameter `search_scan_limit`.
     pub fn search_scan_limit(mut self, limit: usize) -> Self {
-        self.settings.search_scan_limit = limit;
+        self.settings.common.search_scan_limit = limit;
         self
     }
 
@@ -232,7 +216,7 @@ impl SqliteMemoryStoreBuilder {
     /// whatever is stored: the matcher is linear, so time follows bytes. URL parameter
     /// `search_scan_bytes`.
     pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.settings.search_scan_bytes = bytes;
+        self.settings.common.search_scan_bytes = bytes;
         self
     }
 
@@ -241,7 +225,7 @@ impl SqliteMemoryStoreBuilder {
     /// between batches, so a smaller value locks them out for shorter times. URL parameter
     /// `erase_batch_size`.
     pub fn erase_batch_size(mut self, size: usize) -> Self {
-        self.settings.erase_batch_size = size;
+        self.settings.common.erase_batch_size = size;
         self
     }
 
@@ -249,7 +233,7 @@ impl SqliteMemoryStoreBuilder {
     /// included (default: no limit; at least 1). See [Quotas](crate#quotas). URL parameter
     /// `max_records_per_user`.
     pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.settings.quotas = self.settings.quotas.max_records_per_user(records);
+        self.settings.common.quotas = self.settings.common.quotas.max_records_per_user(records);
         self
     }
 
@@ -257,13 +241,13 @@ impl SqliteMemoryStoreBuilder {
     /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
     /// parameter `max_bytes_per_user`.
     pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.settings.quotas = self.settings.quotas.max_bytes_per_user(bytes);
+        self.settings.common.quotas = self.settings.common.quotas.max_bytes_per_user(bytes);
         self
     }
 
     /// Sets both limits at once from `quotas`.
     pub fn quotas(mut self, quotas: Quotas) -> Self {
-        self.settings.quotas = quotas;
+        self.settings.common.quotas = quotas;
         self
     }
 
@@ -398,19 +382,10 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     if let Some(timeout) = params.take_seconds("busy_timeout")? {
         builder = builder.busy_timeout(timeout);
     }
-    if let Some(limit) = params.take_parsed("search_scan_limit")? {
-        builder = builder.search_scan_limit(limit);
-    }
-    if let Some(bytes) = params.take_parsed("search_scan_bytes")? {
-        builder = builder.search_scan_bytes(bytes);
-    }
-    if let Some(size) = params.take_parsed("erase_batch_size")? {
-        builder = builder.erase_batch_size(size);
-    }
     if let Some(bytes) = params.take_parsed("mmap_size")? {
         builder = builder.mmap_size(bytes);
     }
-    builder = builder.quotas(Quotas::from_params(&mut params)?);
+    builder.settings.common.take_params(&mut params)?;
     params.finish()?;
     Ok(builder)
 }
@@ -458,11 +433,11 @@ impl fmt::Debug for SqliteMemoryStoreBuilder {
             .field("synchronous", &self.settings.synchronous)
             .field("read_only", &self.settings.read_only)
             .field("readers", &self.settings.readers)
-            .field("search_scan_limit", &self.settings.search_scan_limit)
-            .field("search_scan_bytes", &self.settings.search_scan_bytes)
-            .field("erase_batch_size", &self.settings.erase_batch_size)
+            .field("search_scan_limit", &self.settings.common.search_scan_limit)
+            .field("search_scan_bytes", &self.settings.common.search_scan_bytes)
+            .field("erase_batch_size", &self.settings.common.erase_batch_size)
             .field("mmap_size", &self.settings.mmap_bytes)
-            .field("quotas", &self.settings.quotas)
+            .field("quotas", &self.settings.common.quotas)
             .finish_non_exhaustive()
     }
 }
@@ -504,9 +479,9 @@ mod tests {
         assert_eq!(defaults.synchronous, Synchronous::Normal);
         assert!(!defaults.read_only);
         assert_eq!(defaults.readers, 4);
-        assert_eq!(defaults.search_scan_limit, 1_000);
-        assert_eq!(defaults.search_scan_bytes, 1_048_576);
-        assert_eq!(defaults.erase_batch_size, 1_000);
+        assert_eq!(defaults.common.search_scan_limit, 1_000);
+        assert_eq!(defaults.common.search_scan_bytes, 1_048_576);
+        assert_eq!(defaults.common.erase_batch_size, 1_000);
         assert_eq!(defaults.mmap_bytes, 1 << 30);
         let url = settings("sqlite:m.db");
         assert_eq!(format!("{url:?}"), format!("{defaults:?}"), "no parameter, no change");
@@ -523,13 +498,13 @@ mod tests {
         assert_eq!(settings("sqlite:m.db?synchronous=normal").synchronous, Synchronous::Normal);
         assert_eq!(settings("sqlite:m.db?readers=2").readers, 2);
         assert_eq!(settings("sqlite:m.db?busy_timeout=30").busy_timeout, Duration::from_secs(30));
-        assert_eq!(settings("sqlite:m.db?search_scan_limit=50").search_scan_limit, 50);
-        assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").search_scan_bytes, 4_096);
-        assert_eq!(settings("sqlite:m.db?erase_batch_size=10").erase_batch_size, 10);
+        assert_eq!(settings("sqlite:m.db?search_scan_limit=50").common.search_scan_limit, 50);
+        assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").common.search_scan_bytes, 4_096);
+        assert_eq!(settings("sqlite:m.db?erase_batch_size=10").common.erase_batch_size, 10);
         assert_eq!(settings("sqlite:m.db?mmap_size=0").mmap_bytes, 0);
         assert_eq!(settings("sqlite:m.db?mmap_size=65536").mmap_bytes, 65_536);
         assert_eq!(
-            settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").quotas,
+            settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").common.quotas,
             Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
         );
         let all = settings(
@@ -539,7 +514,7 @@ mod tests {
         assert!(all.read_only);
         assert_eq!(all.synchronous, Synchronous::Full);
         assert_eq!((all.readers, all.busy_timeout), (1, Duration::from_secs(1)));
-        assert_eq!((all.search_scan_limit, all.erase_batch_size), (7, 3));
+        assert_eq!((all.common.search_scan_limit, all.common.erase_batch_size), (7, 3));
     }
 
     #[test]

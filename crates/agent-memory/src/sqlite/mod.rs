@@ -54,12 +54,12 @@ impl SqliteMemoryStore {
 
     /// The budget of one `search` or filtered `list` call.
     fn scan_budget(&self) -> SearchScan {
-        SearchScan::new(self.settings.search_scan_limit, self.settings.search_scan_bytes)
+        self.settings.common.search_scan()
     }
 
     /// [`erase_batch_size`](SqliteMemoryStoreBuilder::erase_batch_size) as a count of rows.
     fn erase_batch_size(&self) -> u64 {
-        u64::try_from(self.settings.erase_batch_size).unwrap_or(u64::MAX)
+        u64::try_from(self.settings.common.erase_batch_size).unwrap_or(u64::MAX)
     }
 
     fn pool(&self) -> Result<Arc<Pool>> {
@@ -173,7 +173,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let now = self.clock.now();
         write.validate(key, now)?;
         let (scope, key, parts) = (scope.clone(), key.to_owned(), write.into_parts());
-        let quotas = self.settings.quotas;
+        let quotas = self.settings.common.quotas;
         self.writing(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
     }
 
@@ -248,7 +248,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
     }
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        let size = self.settings.erase_batch_size;
+        let size = self.settings.common.erase_batch_size;
         let mut removed = 0;
         loop {
             let scope = scope.clone();
@@ -267,7 +267,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
-        let size = self.settings.erase_batch_size;
+        let size = self.settings.common.erase_batch_size;
         let mut removed = 0;
         loop {
             let (app, user) = (application_id.to_owned(), user_id.to_owned());

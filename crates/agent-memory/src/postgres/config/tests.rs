@@ -113,8 +113,8 @@ fn each_store_parameter_sets_its_option() {
     assert!(!o.setup_schema);
     assert_eq!(o.connect_timeout, Duration::from_secs(4));
     assert_eq!(o.acquire_timeout, Duration::from_secs(7));
-    assert_eq!((o.search_scan_limit, o.erase_batch_size), (50, 25));
-    assert_eq!(o.search_scan_bytes, 4_096);
+    assert_eq!((o.common.search_scan_limit, o.common.erase_batch_size), (50, 25));
+    assert_eq!(o.common.search_scan_bytes, 4_096);
     assert_eq!((o.write_batch_max, o.write_connections), (5, Some(2)));
     let store = b.build().expect("in range");
     assert_eq!(store.names.table(), "\"s1\".\"t1\"");
@@ -125,9 +125,9 @@ fn each_store_parameter_sets_its_option() {
     assert_eq!(defaults.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
     assert_eq!(defaults.acquire_timeout, DEFAULT_ACQUIRE_TIMEOUT);
     assert!(defaults.setup_schema);
-    assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
-    assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
-    assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
+    assert_eq!(defaults.common.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
+    assert_eq!(defaults.common.search_scan_bytes, crate::provider::DEFAULT_SEARCH_SCAN_BYTES);
+    assert_eq!(defaults.common.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
     assert_eq!(defaults.write_batch_max, DEFAULT_WRITE_BATCH_MAX);
     assert_eq!(defaults.write_connections, None);
     assert_eq!(defaults.write_connections(), 4, "a quarter of the default pool of 16");
@@ -145,7 +145,7 @@ fn each_store_parameter_sets_its_option() {
 fn quota_parameters_set_the_quotas_and_zero_is_invalid() {
     let b = builder("postgres://h/db?max_records_per_user=7&max_bytes_per_user=4096");
     assert_eq!(
-        b.options.quotas,
+        b.options.common.quotas,
         crate::quota::Quotas::default().max_records_per_user(7).max_bytes_per_user(4096)
     );
     for (url, option) in [

@@ -74,22 +74,22 @@ fn every_parameter_sets_the_option_of_its_name() {
         assert!(options.require_durable);
         assert_eq!(options.response_timeout, Duration::from_secs(3));
         assert_eq!(options.connect_timeout, Duration::from_secs(2));
-        assert_eq!(options.erase_batch_size, 7);
+        assert_eq!(options.common.erase_batch_size, 7);
         assert_eq!(options.list_scan_limit, 200);
-        assert_eq!(options.search_scan_limit, 9);
-        assert_eq!(options.search_scan_bytes, 4_096);
+        assert_eq!(options.common.search_scan_limit, 9);
+        assert_eq!(options.common.search_scan_bytes, 4_096);
     }
     let defaults = builder("redis://h").options;
     assert!(!defaults.require_durable);
     assert_eq!(defaults.response_timeout, DEFAULT_RESPONSE_TIMEOUT);
     assert_eq!(defaults.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
-    assert_eq!(defaults.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
+    assert_eq!(defaults.common.erase_batch_size, DEFAULT_ERASE_BATCH_SIZE);
     assert_eq!(defaults.list_scan_limit, DEFAULT_LIST_SCAN_LIMIT);
-    assert_eq!(defaults.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
-    assert_eq!(defaults.search_scan_bytes, DEFAULT_SEARCH_SCAN_BYTES);
+    assert_eq!(defaults.common.search_scan_limit, DEFAULT_SEARCH_SCAN_LIMIT);
+    assert_eq!(defaults.common.search_scan_bytes, crate::provider::DEFAULT_SEARCH_SCAN_BYTES);
     // A builder method overrides the URL.
     let options = builder("redis://h?erase_batch_size=7").erase_batch_size(8).options;
-    assert_eq!(options.erase_batch_size, 8);
+    assert_eq!(options.common.erase_batch_size, 8);
     assert!(!builder("redis://h?require_durable=off").options.require_durable);
 }
 
