@@ -17,13 +17,19 @@
 //! by an injectable clock, bounded search, and per-user quotas with the shared
 //! `agent_memory::quota` helpers (counted here by a scan of the user's records under the
 //! write lock: simple, and right for a small store; a database keeps a usage row instead).
-//! Left out: observation (spans and metrics) and opening by URL.
+//! Observation comes from the toolkit too: `main` wraps the store in
+//! `agent_memory::observe::Observed`, which gives every operation the same span and metrics as
+//! the built-in providers' (`db.system.name` = `map`). Left out: opening by URL (a provider in
+//! another crate is built directly; one inside this crate adds a line to
+//! `agent_memory::provider::registrations`, and would read its URL with
+//! `agent_memory::provider::ConnectionUrl` and `CommonOptions`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use agent_memory::observe::Observed;
 use agent_memory::provider::{
     application_page, key_cursor, key_info_page, namespace_page, user_page, CursorKind, KeyPage,
     PageBuilder, SearchScan, WriteCondition, DEFAULT_SEARCH_SCAN_BYTES,
@@ -476,7 +482,7 @@ fn user_start(application_id: &str, user_id: &str) -> Address {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let clock = ManualClock::starting_now();
-    let store = MapStore::with_clock(Arc::new(clock.clone()));
+    let store = Observed::new(PROVIDER, MapStore::with_clock(Arc::new(clock.clone())));
     store.start().await?;
     let scope = MemoryScope::new("example-app", "user-1")?;
 

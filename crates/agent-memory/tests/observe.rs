@@ -18,6 +18,11 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+// The example's `main` is not run here.
+#[allow(dead_code)]
+#[path = "../examples/custom_provider.rs"]
+mod custom_provider;
+
 /// Every private value the tests write carries this, so one search finds any leak.
 const MARKER: &str = "PRIVATE7f3a";
 
@@ -223,6 +228,12 @@ async fn every_operation(store: Arc<dyn MemoryStore>, system: &str, namespace: O
 #[tokio::test(flavor = "current_thread")]
 async fn memory_operations_are_spans() {
     every_operation(Arc::new(InMemoryStore::new()), "memory", None).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_provider_written_outside_the_crate_is_observed_through_the_wrapper() {
+    let store = observe::Observed::new("map", custom_provider::MapStore::new());
+    every_operation(Arc::new(store), "map", None).await;
 }
 
 #[tokio::test(flavor = "current_thread")]

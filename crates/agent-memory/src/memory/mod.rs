@@ -394,7 +394,9 @@ fn keys_in_page<'a>(
 }
 
 impl crate::observe::Telemetry for InMemoryStore {
-    const SYSTEM: &'static str = "memory";
+    fn system(&self) -> &'static str {
+        "memory"
+    }
 }
 
 impl crate::observe::Backend for InMemoryStore {

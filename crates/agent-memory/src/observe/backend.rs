@@ -19,8 +19,9 @@ use crate::write::MemoryWrite;
 
 /// What the instrumentation says about a provider, besides its operations.
 pub(crate) trait Telemetry {
-    /// `db.system.name`: `memory`, `sqlite`, `postgresql` or `redis`.
-    const SYSTEM: &'static str;
+    /// `db.system.name`: `memory`, `sqlite`, `postgresql` or `redis` for the built-in
+    /// providers; what [`Observed::new`](super::Observed::new) was given for any other store.
+    fn system(&self) -> &'static str;
 
     /// `db.namespace`, where the datastore has one (the PostgreSQL database, the Redis
     /// database number). Only asked for when a span records it.

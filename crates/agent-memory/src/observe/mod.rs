@@ -7,7 +7,8 @@
 //!
 //! # Spans
 //!
-//! Every [`MemoryStore`](crate::MemoryStore) operation of the built-in providers is one span
+//! Every [`MemoryStore`](crate::MemoryStore) operation of the built-in providers, and of any
+//! store wrapped in [`Observed`], is one span
 //! at `INFO` level with target `agent_memory::store`, named for the operation (`put`, `get`,
 //! `list`, `list_keys`, `search`, `delete`, `delete_all`, `delete_user`, `list_namespaces`,
 //! `list_users`, `list_applications`, `purge_expired`, `start`, `close`), with OpenTelemetry's
@@ -88,6 +89,7 @@
 mod backend;
 mod ids;
 mod metrics;
+mod observed;
 mod span;
 mod tool;
 
@@ -103,4 +105,5 @@ pub use self::metrics::{
     describe as describe_metrics, CONFLICTS, CONNECTIONS, ERASED, OPERATION_DURATION, OUTCOME_OK,
     PURGED, QUOTA_REJECTIONS, RECONNECTS, WRITER_GROUP_SIZE, WRITER_QUEUE_DEPTH,
 };
+pub use self::observed::Observed;
 pub(crate) use self::tool::{memory_tool_span, record_command, tool_call, tool_span};

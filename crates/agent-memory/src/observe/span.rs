@@ -147,7 +147,7 @@ where
     T: Summary,
     F: Future<Output = Result<T>>,
 {
-    let span = span_for(operation, S::SYSTEM);
+    let span = span_for(operation, store.system());
     let timer = metrics::Timer::start();
     let result = if span.is_disabled() {
         run.await
@@ -166,7 +166,7 @@ where
     }
     if let Some(timer) = timer {
         let outcome = result.as_ref().err().map(MemoryError::kind_name);
-        metrics::operation(S::SYSTEM, operation, outcome, timer, &counts);
+        metrics::operation(store.system(), operation, outcome, timer, &counts);
         store.record_gauges();
     }
     result

@@ -223,7 +223,9 @@ impl fmt::Debug for PostgresMemoryStore {
 }
 
 impl crate::observe::Telemetry for PostgresMemoryStore {
-    const SYSTEM: &'static str = "postgresql";
+    fn system(&self) -> &'static str {
+        "postgresql"
+    }
 
     fn db_namespace(&self) -> Option<std::borrow::Cow<'_, str>> {
         self.config.get_dbname().map(Into::into)

@@ -272,7 +272,9 @@ impl RedisMemoryStore {
 }
 
 impl crate::observe::Telemetry for RedisMemoryStore {
-    const SYSTEM: &'static str = "redis";
+    fn system(&self) -> &'static str {
+        "redis"
+    }
 
     fn db_namespace(&self) -> Option<std::borrow::Cow<'_, str>> {
         Some(self.target.database().to_string().into())

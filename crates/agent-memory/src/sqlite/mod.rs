@@ -121,7 +121,9 @@ impl SqliteMemoryStore {
 
 /// No `db.namespace`: the only name a file has is its path, which stays out of telemetry.
 impl crate::observe::Telemetry for SqliteMemoryStore {
-    const SYSTEM: &'static str = "sqlite";
+    fn system(&self) -> &'static str {
+        "sqlite"
+    }
 }
 
 impl crate::observe::Backend for SqliteMemoryStore {
