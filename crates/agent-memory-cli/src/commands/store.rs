@@ -115,9 +115,20 @@ fn no_store_at(url: &str) -> CliError {
     CliError::invalid(format!("no store at {path} (writes and setup create it)"))
 }
 
-/// The schemes `--store` and `--to` accept, for the errors that list them.
-const SCHEMES: &str = "sqlite:PATH, postgres://…, redis://…, rediss://…, redis+cluster://…, \
-                       rediss+cluster://… or memory:";
+/// The URL forms `--store` and `--to` accept, for the errors that list them: every provider
+/// this build has, as the library registers them.
+fn schemes() -> String {
+    let forms: Vec<&str> = agent_memory::provider::registrations()
+        .iter()
+        .filter(|provider| provider.is_built())
+        .flat_map(|provider| provider.forms.iter().copied())
+        .collect();
+    match forms.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
 
 /// A value with no scheme at all (`/tmp/x.db`) gets the schemes listed and, since it is
 /// surely a path, the `sqlite:` URL it probably meant; an unknown scheme gets the list. The
@@ -125,13 +136,14 @@ const SCHEMES: &str = "sqlite:PATH, postgres://…, redis://…, rediss://…, r
 fn with_scheme_hint(url: &str, err: MemoryError) -> CliError {
     if !url.contains(':') {
         return CliError::invalid(format!(
-            "invalid store URL: it has no scheme; use {SCHEMES} (for a SQLite file: sqlite:{url})"
+            "invalid store URL: it has no scheme; use {} (for a SQLite file: sqlite:{url})",
+            schemes()
         ));
     }
     let unknown = err.to_string().contains("unknown scheme");
     let err = CliError::from(err);
     if unknown {
-        return CliError::new(err.kind(), format!("{}; use {SCHEMES}", err.message()));
+        return CliError::new(err.kind(), format!("{}; use {}", err.message(), schemes()));
     }
     err
 }

@@ -20,11 +20,15 @@ pub type Opener = fn(&str) -> Result<Arc<dyn MemoryStore>>;
 /// assert!(agent_memory::provider::registration("ftp://example").is_none());
 /// ```
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Registration {
     /// The provider's name: `memory`, `sqlite`, `postgres` or `redis`.
     pub name: &'static str,
     /// The URL schemes it opens, lowercase, without the colon.
     pub schemes: &'static [&'static str],
+    /// How its URLs look, one form per scheme, for help texts and errors (`sqlite:PATH`,
+    /// `postgres://…`).
+    pub forms: &'static [&'static str],
     /// The Cargo feature that builds it; empty for a provider every build has.
     pub feature: &'static str,
     /// How to open a URL, when this build has the provider.
@@ -80,37 +84,41 @@ macro_rules! opener {
 /// its `mod` line in `lib.rs` and its feature in `Cargo.toml`).
 const PROVIDERS: &[Registration] = &[
     Registration {
-        name: "memory",
-        schemes: &["memory"],
-        feature: "",
-        opener: Some(|url| Ok(Arc::new(crate::memory::InMemoryStore::from_url(url)?))),
-    },
-    Registration {
         name: "sqlite",
         schemes: &["sqlite"],
+        forms: &["sqlite:PATH"],
         feature: "sqlite",
         opener: opener!("sqlite", crate::sqlite::SqliteMemoryStore),
     },
     Registration {
         name: "postgres",
         schemes: &["postgres", "postgresql"],
+        forms: &["postgres://…", "postgresql://…"],
         feature: "postgres",
         opener: opener!("postgres", crate::postgres::PostgresMemoryStore),
     },
     Registration {
         name: "redis",
         schemes: &["redis", "rediss", "redis+cluster", "rediss+cluster"],
+        forms: &["redis://…", "rediss://…", "redis+cluster://…", "rediss+cluster://…"],
         feature: "redis",
         opener: opener!("redis", crate::redis::RedisMemoryStore),
     },
+    Registration {
+        name: "memory",
+        schemes: &["memory"],
+        forms: &["memory:"],
+        feature: "",
+        opener: Some(|url| Ok(Arc::new(crate::memory::InMemoryStore::from_url(url)?))),
+    },
 ];
 
-/// Every provider of this crate, in a fixed order, whether this build has it or not (see
-/// [`Registration::is_built`]).
+/// Every provider of this crate, whether this build has it or not (see
+/// [`Registration::is_built`]): the default, SQLite, first; the in-process store last.
 ///
 /// ```
 /// let names: Vec<_> = agent_memory::provider::registrations().iter().map(|p| p.name).collect();
-/// assert_eq!(names, ["memory", "sqlite", "postgres", "redis"]);
+/// assert_eq!(names, ["sqlite", "postgres", "redis", "memory"]);
 /// ```
 pub fn registrations() -> &'static [Registration] {
     PROVIDERS
@@ -132,6 +140,7 @@ mod tests {
     #[test]
     fn every_scheme_names_one_provider_in_any_case() {
         for provider in registrations() {
+            assert_eq!(provider.forms.len(), provider.schemes.len(), "{}", provider.name);
             for scheme in provider.schemes {
                 let url = format!("{}://x", scheme.to_ascii_uppercase());
                 assert_eq!(registration(&url).map(|p| p.name), Some(provider.name));
@@ -143,7 +152,8 @@ mod tests {
 
     #[test]
     fn a_provider_this_build_lacks_names_its_feature() {
-        let absent = Registration { name: "x", schemes: &["x"], feature: "x", opener: None };
+        let absent =
+            Registration { name: "x", schemes: &["x"], forms: &["x:"], feature: "x", opener: None };
         let err = absent.open("x://secret@host").unwrap_err();
         assert_eq!(err.to_string(), "invalid url: needs the `x` feature, which is not enabled");
         assert!(!format!("{absent:?}").contains("secret"));

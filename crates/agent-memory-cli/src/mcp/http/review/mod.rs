@@ -71,19 +71,7 @@ pub fn check(settings: &ReviewSettings) -> CliResult {
 
 /// The provider an `agent_memory::open` URL names, for [`ReviewSettings::provider`].
 pub fn provider_of(store_url: Option<&str>) -> &'static str {
-    let scheme = store_url
-        .and_then(|url| url.split_once(':'))
-        .map_or("sqlite", |(scheme, _)| scheme)
-        .to_ascii_lowercase();
-    if scheme.starts_with("postgres") {
-        "postgres"
-    } else if scheme.starts_with("redis") {
-        "redis"
-    } else if scheme == "memory" {
-        "memory"
-    } else {
-        "sqlite"
-    }
+    store_url.and_then(agent_memory::provider::registration).map_or("sqlite", |p| p.name)
 }
 
 /// Everything the review routes share.
