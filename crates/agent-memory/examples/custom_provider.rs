@@ -24,6 +24,7 @@
 //! `agent_memory::provider::registrations`, and would read its URL with
 //! `agent_memory::provider::ConnectionUrl` and `CommonOptions`).
 
+use agent_memory::provider::PageRequestExt;
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use agent_memory::observe::Observed;
 use agent_memory::provider::{
     application_page, key_cursor, key_info_page, namespace_page, user_page, CursorKind, KeyPage,
-    PageBuilder, SearchScan, WriteCondition, DEFAULT_SEARCH_SCAN_BYTES,
+    PageBuilder, SearchScan, WriteCondition, WriteParts, DEFAULT_SEARCH_SCAN_BYTES,
 };
 use agent_memory::quota::{self, Usage, UsageChange};
 use agent_memory::{
@@ -237,7 +238,7 @@ impl MemoryStore for MapStore {
         let at = address(scope, key);
         let held_before = records.get(&at).map(|stored| stored.bytes);
         let live = records.get(&at).filter(|stored| stored.is_live(now));
-        let parts = write.into_parts();
+        let parts = WriteParts::from(write);
         let bytes = quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         // 2. The condition is checked against the live record, under the same lock as the write.
         match &parts.condition {

@@ -167,7 +167,7 @@
 //! # Writing a provider
 //!
 //! Implement [`MemoryStore`] with the building blocks of [`provider`]: check input with
-//! [`MemoryWrite::validate`], the [`validation`] rules and [`PageRequest::key_page`] before any
+//! [`MemoryWrite::validate`], the [`validation`] rules and [`PageRequestExt::key_page`](provider::PageRequestExt::key_page) before any
 //! I/O; run one atomic operation in the datastore with the whole scope inside it; build replies
 //! with [`provider::PageBuilder`], [`provider::namespace_page`], [`provider::user_page`],
 //! [`provider::application_page`] and [`provider::key_cursor`]. A

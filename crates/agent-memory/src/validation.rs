@@ -26,8 +26,8 @@
 //! methods of those types, built from these rules:
 //! [`MemoryWrite::validate`](crate::MemoryWrite::validate) for a `put`,
 //! [`Source::validate`](crate::Source::validate) for provenance, and
-//! [`PageRequest::key_page`](crate::PageRequest::key_page) and
-//! [`PageRequest::namespace_page`](crate::PageRequest::namespace_page) for pages (which also
+//! [`PageRequestExt::key_page`](crate::provider::PageRequestExt::key_page) and
+//! [`PageRequestExt::namespace_page`](crate::provider::PageRequestExt::namespace_page) for pages (which also
 //! check the cursor against the operation and scope).
 
 use serde_json::Value;

@@ -158,18 +158,21 @@ impl MemoryWrite {
         }
         Ok(())
     }
+}
 
-    /// Splits the write into its parts, for providers (see [`crate::provider`]).
-    pub fn into_parts(self) -> WriteParts {
+/// A write split into its parts, for providers (see [`crate::provider`]); the caller-facing
+/// [`MemoryWrite`] keeps only its builder and its check.
+impl From<MemoryWrite> for WriteParts {
+    fn from(write: MemoryWrite) -> Self {
         WriteParts {
-            content: self.content,
-            metadata: match self.metadata {
+            content: write.content,
+            metadata: match write.metadata {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
             },
-            expires_at: self.expires_at,
-            condition: self.condition,
-            source: self.source,
+            expires_at: write.expires_at,
+            condition: write.condition,
+            source: write.source,
         }
     }
 }

@@ -8,6 +8,7 @@ mod support {
     pub mod strategies;
 }
 
+use agent_memory::provider::PageRequestExt;
 use agent_memory::provider::{key_cursor, CursorKind};
 use agent_memory::{
     validation, Cursor, MemoryError, MemoryRecord, MemoryScope, MemoryWrite, PageRequest, Revision,

@@ -1,5 +1,7 @@
 //! [`InMemoryStore`], the process-local provider for tests and single-process programs.
 
+use crate::provider::PageRequestExt;
+use crate::write::WriteParts;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -429,7 +431,7 @@ impl crate::observe::Backend for InMemoryStore {
         let keys = namespaces.get_mut(ns).expect("the namespace was just ensured");
         let held_before = keys.get(key).map(|stored| stored.bytes);
         let live = keys.get(key).filter(|stored| stored.is_live(now));
-        let parts = write.into_parts();
+        let parts = WriteParts::from(write);
         let bytes = quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         let change = UsageChange::of_write(held_before, bytes);
         let allowed = match &parts.condition {

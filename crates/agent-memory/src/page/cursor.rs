@@ -75,7 +75,7 @@ const CURSOR_HEADER: usize = 10;
 /// only that it is 1 to [`MAX_CURSOR_BYTES`](crate::validation::MAX_CURSOR_BYTES) printable
 /// ASCII bytes ([`validation::cursor_token`](crate::validation::cursor_token)), and the
 /// provider that gets it back judges it. The core's page checks
-/// ([`PageRequest::key_page`](crate::PageRequest::key_page) and its siblings) accept only the core's own cursors, so a
+/// ([`PageRequestExt::key_page`](crate::provider::PageRequestExt::key_page) and its siblings) accept only the core's own cursors, so a
 /// provider built on them refuses every other token as `Invalid` naming `cursor`. A provider
 /// with cursors of its own (a store written in Python with its own format, say) returns them
 /// through [`Cursor::parse`] and must refuse, as `Invalid` naming `cursor`, every token it did
@@ -86,6 +86,7 @@ const CURSOR_HEADER: usize = 10;
 /// tool argument) parse with [`Cursor::parse`] or [`str::parse`].
 ///
 /// ```
+/// use agent_memory::provider::PageRequestExt;
 /// use agent_memory::{Cursor, MemoryScope, PageRequest};
 ///
 /// assert!(Cursor::parse("not a cursor").is_err()); // spaces: no provider's token

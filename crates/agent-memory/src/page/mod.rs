@@ -148,13 +148,17 @@ impl PageRequest {
     }
 }
 
-impl PageRequest {
+/// The checks a provider runs on a [`PageRequest`] before any I/O, each giving the checked
+/// request its datastore reads: kept off `PageRequest` itself, whose callers never need them.
+/// Bring them into scope with `use agent_memory::provider::PageRequestExt;`.
+pub trait PageRequestExt {
     /// Checks this request for a page of one scope's keys (`list`, `list_keys`, `search`,
     /// `purge_expired`): the limit, the prefix (`list` and `list_keys` only), and that the
     /// cursor came from the same operation, scope and prefix.
     ///
     /// ```
     /// use agent_memory::provider::{key_cursor, CursorKind};
+    /// use agent_memory::provider::PageRequestExt;
     /// use agent_memory::{MemoryScope, PageRequest};
     ///
     /// let scope = MemoryScope::new("app", "user-1")?;
@@ -178,7 +182,61 @@ impl PageRequest {
     ///
     /// # Errors
     /// [`Invalid`](MemoryError::Invalid) naming `limit`, `prefix` or `cursor`.
-    pub fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage> {
+    fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage>;
+
+    /// Checks this request for a page of one application user's namespaces: the ids, the
+    /// limit, and that the cursor came from `list_namespaces` for the same user.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `user_id`, `limit`,
+    /// `prefix` (namespaces take none) or `cursor`.
+    fn namespace_page(&self, application_id: &str, user_id: &str) -> Result<NamePage>;
+
+    /// Checks this request for a page of one application's users: the application id, the
+    /// limit, and that the cursor came from `list_users` for the same application.
+    ///
+    /// ```
+    /// use agent_memory::provider::user_cursor;
+    /// use agent_memory::provider::PageRequestExt;
+    /// use agent_memory::PageRequest;
+    ///
+    /// let page = PageRequest::new(5).after(user_cursor("app", "user-1"));
+    /// assert_eq!(page.user_page("app")?.after.as_deref(), Some("user-1"));
+    /// assert!(page.user_page("app2").is_err());
+    /// assert!(PageRequest::new(5).prefix("u").user_page("app").is_err());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `limit`, `prefix` (users
+    /// take none) or `cursor`.
+    fn user_page(&self, application_id: &str) -> Result<NamePage>;
+
+    /// Checks this request for a page of the store's applications: the limit, and that the
+    /// cursor came from `list_applications`.
+    ///
+    /// ```
+    /// use agent_memory::provider::{application_cursor, user_cursor};
+    /// use agent_memory::provider::PageRequestExt;
+    /// use agent_memory::PageRequest;
+    ///
+    /// let page = PageRequest::new(5).after(application_cursor("app-1"));
+    /// assert_eq!(page.application_page()?.after.as_deref(), Some("app-1"));
+    /// assert!(page.user_page("app-1").is_err());
+    /// let users = PageRequest::new(5).after(user_cursor("app-1", "user-1"));
+    /// assert!(users.application_page().is_err());
+    /// assert!(PageRequest::new(5).prefix("a").application_page().is_err());
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `limit`, `prefix` (applications take none) or
+    /// `cursor`.
+    fn application_page(&self) -> Result<NamePage>;
+}
+
+impl PageRequestExt for PageRequest {
+    fn key_page(&self, kind: CursorKind, scope: &MemoryScope) -> Result<KeyPage> {
         validation::limit(self.limit)?;
         validation::key_prefix(&self.prefix)?;
         if !kind.takes_prefix() && !self.prefix.is_empty() {
@@ -213,13 +271,7 @@ impl PageRequest {
         })
     }
 
-    /// Checks this request for a page of one application user's namespaces: the ids, the
-    /// limit, and that the cursor came from `list_namespaces` for the same user.
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `user_id`, `limit`,
-    /// `prefix` (namespaces take none) or `cursor`.
-    pub fn namespace_page(&self, application_id: &str, user_id: &str) -> Result<NamePage> {
+    fn namespace_page(&self, application_id: &str, user_id: &str) -> Result<NamePage> {
         validation::user(application_id, user_id)?;
         validation::limit(self.limit)?;
         if !self.prefix.is_empty() {
@@ -232,24 +284,7 @@ impl PageRequest {
         Ok(NamePage { limit: self.limit, after })
     }
 
-    /// Checks this request for a page of one application's users: the application id, the
-    /// limit, and that the cursor came from `list_users` for the same application.
-    ///
-    /// ```
-    /// use agent_memory::provider::user_cursor;
-    /// use agent_memory::PageRequest;
-    ///
-    /// let page = PageRequest::new(5).after(user_cursor("app", "user-1"));
-    /// assert_eq!(page.user_page("app")?.after.as_deref(), Some("user-1"));
-    /// assert!(page.user_page("app2").is_err());
-    /// assert!(PageRequest::new(5).prefix("u").user_page("app").is_err());
-    /// # Ok::<(), agent_memory::MemoryError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `application_id`, `limit`, `prefix` (users
-    /// take none) or `cursor`.
-    pub fn user_page(&self, application_id: &str) -> Result<NamePage> {
+    fn user_page(&self, application_id: &str) -> Result<NamePage> {
         validation::id("application_id", application_id)?;
         validation::limit(self.limit)?;
         if !self.prefix.is_empty() {
@@ -262,26 +297,7 @@ impl PageRequest {
         Ok(NamePage { limit: self.limit, after })
     }
 
-    /// Checks this request for a page of the store's applications: the limit, and that the
-    /// cursor came from `list_applications`.
-    ///
-    /// ```
-    /// use agent_memory::provider::{application_cursor, user_cursor};
-    /// use agent_memory::PageRequest;
-    ///
-    /// let page = PageRequest::new(5).after(application_cursor("app-1"));
-    /// assert_eq!(page.application_page()?.after.as_deref(), Some("app-1"));
-    /// assert!(page.user_page("app-1").is_err());
-    /// let users = PageRequest::new(5).after(user_cursor("app-1", "user-1"));
-    /// assert!(users.application_page().is_err());
-    /// assert!(PageRequest::new(5).prefix("a").application_page().is_err());
-    /// # Ok::<(), agent_memory::MemoryError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `limit`, `prefix` (applications take none) or
-    /// `cursor`.
-    pub fn application_page(&self) -> Result<NamePage> {
+    fn application_page(&self) -> Result<NamePage> {
         validation::limit(self.limit)?;
         if !self.prefix.is_empty() {
             return Err(MemoryError::invalid("prefix", "applies to list only"));
@@ -294,7 +310,7 @@ impl PageRequest {
     }
 }
 
-/// A checked page request over one scope's keys, from [`PageRequest::key_page`].
+/// A checked page request over one scope's keys, from [`PageRequestExt::key_page`].
 ///
 /// The keys it asks for run from a start, `after` (exclusive) when there is one and `prefix`
 /// (inclusive) otherwise, up to [`prefix_end`](Self::prefix_end) (exclusive) when there is
@@ -330,6 +346,7 @@ impl KeyPage {
     /// UTF-8's byte order is its code point order, so the two ends select the same keys.
     ///
     /// ```
+    /// use agent_memory::provider::PageRequestExt;
     /// use agent_memory::provider::CursorKind;
     /// use agent_memory::{MemoryScope, PageRequest};
     ///
@@ -381,8 +398,8 @@ fn prefix_end(prefix: &str) -> Option<String> {
 }
 
 /// A checked page request over names (the namespaces of one application user, the users of
-/// one application, or the applications of the store), from [`PageRequest::namespace_page`],
-/// [`PageRequest::user_page`] or [`PageRequest::application_page`].
+/// one application, or the applications of the store), from [`PageRequestExt::namespace_page`],
+/// [`PageRequestExt::user_page`] or [`PageRequestExt::application_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePage {
     /// How many names at most, 1 through 100.

@@ -10,6 +10,8 @@ mod statements;
 mod tls;
 mod url;
 
+use crate::provider::PageRequestExt;
+use crate::write::WriteParts;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -270,7 +272,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
         write: MemoryWrite,
     ) -> Result<MemoryRecord> {
         write.validate(key, Timestamp::now())?;
-        let parts = write.into_parts();
+        let parts = WriteParts::from(write);
         let bytes = crate::quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         let metadata = Value::Object(parts.metadata);

@@ -9,16 +9,16 @@
 //! | --- | --- |
 //! | read a store URL (`from_url`) | [`ConnectionUrl::parse`], then [`Params`]' `take_*` for each parameter the provider knows and [`Params::finish`], which refuses the rest |
 //! | take the options every provider takes | a [`CommonOptions`] in the provider's options: search budgets, erase batch size and quotas, with their URL parameters ([`CommonOptions::take_params`]) and checks ([`CommonOptions::check`]) |
-//! | check a `put` | [`MemoryWrite::validate`](crate::MemoryWrite::validate), then [`MemoryWrite::into_parts`](crate::MemoryWrite::into_parts) for the [`WriteParts`] and their [`WriteCondition`] |
+//! | check a `put` | [`MemoryWrite::validate`](crate::MemoryWrite::validate), then [`WriteParts::from`] for the [`WriteParts`] and their [`WriteCondition`] |
 //! | check a key, a query, ids | [`validation::key`](crate::validation::key), [`validation::query`](crate::validation::query), [`validation::user`](crate::validation::user) |
-//! | check a page of keys | [`PageRequest::key_page`](crate::PageRequest::key_page) with the operation's [`CursorKind`], giving a [`KeyPage`]: read keys from its start (`after`, exclusive, else `prefix`, inclusive) up to [`KeyPage::prefix_end`] (exclusive) in the datastore |
-//! | check a page of namespaces | [`PageRequest::namespace_page`](crate::PageRequest::namespace_page), giving a [`NamePage`] |
+//! | check a page of keys | [`PageRequestExt::key_page`] with the operation's [`CursorKind`], giving a [`KeyPage`]: read keys from its start (`after`, exclusive, else `prefix`, inclusive) up to [`KeyPage::prefix_end`] (exclusive) in the datastore |
+//! | check a page of namespaces | [`PageRequestExt::namespace_page`], giving a [`NamePage`] |
 //! | reply with records | [`PageBuilder::for_page`] (or [`page_from_rows`]) from rows read in key order, one more than the limit when more follow |
 //! | reply with keys and sizes (`list_keys`) | [`key_info_page`] from `(key, content length)` rows read in key order, one more than the limit when more follow; [`KeyPage::cursor`] at the last key inspected when a bounded scan stops early |
 //! | reply with namespaces | [`namespace_page`] from the stored names, one more than the limit when more follow |
-//! | check a page of users | [`PageRequest::user_page`](crate::PageRequest::user_page), giving a [`NamePage`] |
+//! | check a page of users | [`PageRequestExt::user_page`], giving a [`NamePage`] |
 //! | reply with users | [`user_page`] from the stored user ids, one more than the limit when more follow; [`user_cursor`] after the last id inspected when a page stops early |
-//! | check a page of applications | [`PageRequest::application_page`](crate::PageRequest::application_page), giving a [`NamePage`] |
+//! | check a page of applications | [`PageRequestExt::application_page`], giving a [`NamePage`] |
 //! | reply with applications | [`application_page`] from the stored application ids, one more than the limit when more follow; [`application_cursor`] after the last id inspected when a page stops early |
 //! | continue a bounded scan | [`KeyPage::cursor`] at the last key inspected |
 //! | bound and match a `search` or a filtered `list` | [`SearchScan`] with the store's `search_scan_limit` and `search_scan_bytes` (default [`DEFAULT_SEARCH_SCAN_BYTES`]); [`KeyPage::matcher`] checks the query for the page's mode and case and gives the [`TextMatcher`] that confirms each record's content, and the page's [`metadata`](KeyPage::metadata) filter confirms its metadata; [`TextMatcher::prefilter`] says what a datastore may look for first (a superset); cursors from [`KeyPage::cursor`], which binds them to mode, case and filter |
@@ -30,6 +30,7 @@
 //! table behind [`registrations`], through which [`open`](crate::open) finds it by scheme.
 //!
 //! ```
+//! use agent_memory::provider::PageRequestExt;
 //! use agent_memory::provider::{key_cursor, page_from_rows, CursorKind};
 //! use agent_memory::{MemoryRecord, MemoryScope, PageRequest};
 //! # fn decode(key: &str) -> agent_memory::Result<MemoryRecord> {
@@ -66,7 +67,7 @@ mod registry;
 pub use crate::connection_url::{ConnectionUrl, HostPort, Params};
 pub use crate::error::BoxError;
 pub use crate::matching::{fold_case, Needle, Prefilter, TextMatcher};
-pub use crate::page::{CursorKind, KeyPage, NamePage};
+pub use crate::page::{CursorKind, KeyPage, NamePage, PageRequestExt};
 pub use crate::search_scan::{
     contains as search_contains, prefilter as search_prefilter, SearchScan,
     DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
@@ -195,6 +196,7 @@ pub fn page_from_rows<R>(
 /// prefix, is after the page's last key).
 ///
 /// ```
+/// use agent_memory::provider::PageRequestExt;
 /// use agent_memory::provider::{key_info_page, CursorKind};
 /// use agent_memory::{KeyInfo, MemoryScope, PageRequest};
 ///
@@ -262,6 +264,7 @@ pub fn namespace_page(
 /// over-fetched by one: an id after the first `limit` means more follow.
 ///
 /// ```
+/// use agent_memory::provider::PageRequestExt;
 /// use agent_memory::provider::user_page;
 /// use agent_memory::PageRequest;
 ///
@@ -302,6 +305,7 @@ pub fn user_page(
 /// over-fetched by one: an id after the first `limit` means more follow.
 ///
 /// ```
+/// use agent_memory::provider::PageRequestExt;
 /// use agent_memory::provider::application_page;
 /// use agent_memory::PageRequest;
 ///

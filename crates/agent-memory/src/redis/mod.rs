@@ -10,6 +10,8 @@ mod narrowing;
 mod scripts;
 mod url;
 
+use crate::provider::PageRequestExt;
+use crate::write::WriteParts;
 use std::fmt;
 use std::sync::{PoisonError, RwLock};
 
@@ -331,7 +333,7 @@ impl crate::observe::Backend for RedisMemoryStore {
     ) -> Result<MemoryRecord> {
         write.validate(key, Timestamp::now())?;
         let keys = ScopeKeys::new(scope);
-        let parts = write.into_parts();
+        let parts = WriteParts::from(write);
         let source = encode_source(&parts.source)?;
         let (mode, expected) = match &parts.condition {
             WriteCondition::Always => ("a", Vec::new()),

@@ -8,6 +8,8 @@ mod pool;
 mod schema;
 mod statements;
 
+use crate::provider::PageRequestExt;
+use crate::write::WriteParts;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -174,7 +176,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
     ) -> Result<MemoryRecord> {
         let now = self.clock.now();
         write.validate(key, now)?;
-        let (scope, key, parts) = (scope.clone(), key.to_owned(), write.into_parts());
+        let (scope, key, parts) = (scope.clone(), key.to_owned(), WriteParts::from(write));
         let quotas = self.settings.common.quotas;
         self.writing(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
     }
