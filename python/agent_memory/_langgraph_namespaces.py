@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import (
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
+    Callable,
     Dict,
     List,
     Optional,
+    Protocol,
     Sequence,
     Tuple,
     TypeVar,
@@ -23,10 +26,33 @@ from ._protocol import MemoryStore
 from ._scan import ScanLimitError
 
 _T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 # How many items one page of the store holds when the adapter reads everything.
 PAGE = MAX_PAGE_LIMIT
 # How many namespaces' scopes the adapter keeps built.
 _SCOPE_CACHE = 1024
+
+
+class _Page(Protocol[_T_co]):
+    """What ``paged`` reads of a page: its items and the cursor to continue from."""
+
+    @property
+    def items(self) -> Tuple[_T_co, ...]: ...
+    @property
+    def next_cursor(self) -> Optional[str]: ...
+
+
+async def paged(read: Callable[[Optional[str]], Awaitable[_Page[_T]]]) -> AsyncIterator[_T]:
+    """Every item of a listing, page after page: ``read(after)`` reads the page after the
+    cursor (``None``: the first), until one has no ``next_cursor``."""
+    after: Optional[str] = None
+    while True:
+        page = await read(after)
+        for item in page.items:
+            yield item
+        after = page.next_cursor
+        if after is None:
+            return
 
 
 class Budget:
@@ -175,15 +201,12 @@ class Namespaces:
                 yield scope, namespace
 
     async def user_scopes(self, user: str, budget: Budget) -> "AsyncIterator[MemoryScope]":
-        after: Optional[str] = None
-        while True:
-            page = await self._store.list_namespaces(self.application_id, user, PAGE, after)
-            for scope in page.items:
-                budget.spend("namespaces")
-                yield scope
-            after = page.next_cursor
-            if after is None:
-                return
+        listing = lambda after: self._store.list_namespaces(  # noqa: E731
+            self.application_id, user, PAGE, after
+        )
+        async for scope in paged(listing):
+            budget.spend("namespaces")
+            yield scope
 
     async def users(self) -> "AsyncIterator[str]":
         """The users this adapter may see, in byte order: its own, or every user of the
@@ -191,14 +214,9 @@ class Namespaces:
         if self.user_id is not None:
             yield self.user_id
             return
-        after: Optional[str] = None
-        while True:
-            page = await self._store.list_users(self.application_id, PAGE, after)
-            for user in page.items:
-                yield user
-            after = page.next_cursor
-            if after is None:
-                return
+        listing = lambda after: self._store.list_users(self.application_id, PAGE, after)  # noqa: E731
+        async for user in paged(listing):
+            yield user
 
     async def all_users(self) -> List[str]:
         return [user async for user in self.users()]

@@ -6,10 +6,27 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, AsyncIterator, Callable, Iterator, List, Mapping, NamedTuple, Optional
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+)
 
-from ._native import MAX_QUERY_BYTES, MAX_QUERY_WORDS, MemoryRecord, MemoryScope, fold_case
-from ._langgraph_namespaces import PAGE, Budget
+from ._langgraph_namespaces import PAGE, Budget, paged
+from ._native import (
+    MAX_QUERY_BYTES,
+    MAX_QUERY_WORDS,
+    MemoryPage,
+    MemoryRecord,
+    MemoryScope,
+    fold_case,
+)
 from ._protocol import MemoryStore
 
 # How the adapter matches ``query``: every word, ignoring case, in the value's string fields.
@@ -30,26 +47,23 @@ async def candidates(
     """The live records of one namespace in key order: every one without a narrowing,
     else the core's candidates for it (a superset of the matches, which the caller
     checks). With ``exact``, each page asks for no more than the ``missing()`` results."""
-    after: Optional[str] = None
-    while True:
+
+    def read(after: Optional[str]) -> Awaitable[MemoryPage]:
         limit = max(1, min(PAGE, missing())) if exact else PAGE
         if narrowing is None:
-            page = await store.list(scope, limit, after)
-        else:
-            page = await store.search(
-                scope,
-                narrowing.text,
-                limit,
-                after,
-                match=narrowing.match,
-                ignore_case=narrowing.ignore_case,
-            )
-        for record in page.items:
-            budget.spend("records")
-            yield record
-        after = page.next_cursor
-        if after is None:
-            return
+            return store.list(scope, limit, after)
+        return store.search(
+            scope,
+            narrowing.text,
+            limit,
+            after,
+            match=narrowing.match,
+            ignore_case=narrowing.ignore_case,
+        )
+
+    async for record in paged(read):
+        budget.spend("records")
+        yield record
 
 
 def _json_text(word: str) -> str:
