@@ -3,12 +3,26 @@
 # Native* classes are internal and wrapped by the classes of agent_memory._stores.
 
 import os
-from typing import Any, Awaitable, Callable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Generic,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 _SourceLike = Union["MemorySource", Mapping[str, Optional[str]]]
 _MatchMode = Literal["phrase", "all_words", "any_word"]
 _MetadataFilter = Mapping[str, Union[str, int, float, bool, None]]
 _Path = Union[str, "os.PathLike[str]"]
+_Item = TypeVar("_Item")
 
 VERSION: str
 MAX_KEY_BYTES: int
@@ -87,14 +101,18 @@ class MemoryRecord:
     @property
     def source(self) -> MemorySource: ...
 
-class MemoryPage:
-    """A bounded page; pass ``next_cursor`` as ``after``, even after an empty page."""
-
-    def __init__(self, items: Sequence[MemoryRecord], next_cursor: Optional[str] = None) -> None: ...
+class _Page(Generic[_Item]):
+    # What every page class has (the Rust macro page_class! declares them all alike): a tuple
+    # of items and the cursor to pass as ``after``. Not a class of the module: the stubs' way
+    # of saying it once.
+    def __init__(self, items: Sequence[_Item], next_cursor: Optional[str] = None) -> None: ...
     @property
-    def items(self) -> Tuple[MemoryRecord, ...]: ...
+    def items(self) -> Tuple[_Item, ...]: ...
     @property
     def next_cursor(self) -> Optional[str]: ...
+
+class MemoryPage(_Page[MemoryRecord]):
+    """A bounded page; pass ``next_cursor`` as ``after``, even after an empty page."""
 
 class MemoryCleanupPage:
     """Physical removals of one bounded sweep; continue even when ``deleted`` is 0."""
@@ -105,23 +123,11 @@ class MemoryCleanupPage:
     @property
     def next_cursor(self) -> Optional[str]: ...
 
-class NamespacePage:
+class NamespacePage(_Page[MemoryScope]):
     """One scope per namespace that holds records, the default namespace first."""
 
-    def __init__(self, items: Sequence[MemoryScope], next_cursor: Optional[str] = None) -> None: ...
-    @property
-    def items(self) -> Tuple[MemoryScope, ...]: ...
-    @property
-    def next_cursor(self) -> Optional[str]: ...
-
-class UserPage:
+class UserPage(_Page[str]):
     """The ids of an application's users that hold records, in ascending byte order."""
-
-    def __init__(self, items: Sequence[str], next_cursor: Optional[str] = None) -> None: ...
-    @property
-    def items(self) -> Tuple[str, ...]: ...
-    @property
-    def next_cursor(self) -> Optional[str]: ...
 
 class KeyInfo:
     """One key from ``list_keys``, with its content's size in bytes (UTF-8)."""
@@ -132,23 +138,11 @@ class KeyInfo:
     @property
     def content_len(self) -> int: ...
 
-class KeyInfoPage:
+class KeyInfoPage(_Page[KeyInfo]):
     """A page of ``list_keys``: ``KeyInfo`` items in ascending key order."""
 
-    def __init__(self, items: Sequence[KeyInfo], next_cursor: Optional[str] = None) -> None: ...
-    @property
-    def items(self) -> Tuple[KeyInfo, ...]: ...
-    @property
-    def next_cursor(self) -> Optional[str]: ...
-
-class ApplicationPage:
+class ApplicationPage(_Page[str]):
     """The ids of the store's applications that hold records, in ascending byte order."""
-
-    def __init__(self, items: Sequence[str], next_cursor: Optional[str] = None) -> None: ...
-    @property
-    def items(self) -> Tuple[str, ...]: ...
-    @property
-    def next_cursor(self) -> Optional[str]: ...
 
 class Fact:
     """One fact of the fact port."""

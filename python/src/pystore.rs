@@ -31,7 +31,7 @@ use agent_memory::{
 };
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 use pyo3_async_runtimes::TaskLocals;
 use tokio::sync::oneshot;
 
@@ -39,8 +39,8 @@ use crate::convert;
 use crate::errors::{bad_reply, from_py};
 use crate::interpreter;
 use crate::types::{
-    records_from, PyApplicationPage, PyCleanupPage, PyKeyInfoPage, PyNamespacePage, PyPage,
-    PyRecord, PyScope, PySource, PyUserPage,
+    PageClass, PyApplicationPage, PyCleanupPage, PyKeyInfoPage, PyNamespacePage, PyPage, PyRecord,
+    PyScope, PySource, PyUserPage,
 };
 
 /// A Python object with the `MemoryStore` protocol's async methods.
@@ -244,10 +244,6 @@ fn scope_obj(scope: &MemoryScope) -> PyScope {
     PyScope::from(scope.clone())
 }
 
-fn cursor_text(page: &PageRequest) -> Option<String> {
-    page.after.as_ref().map(|cursor| cursor.as_str().to_owned())
-}
-
 /// The core's checks of a request's prefix, match mode, case and metadata filter, when it
 /// has any: a prefix, mode or case on an operation that takes none must not be dropped
 /// silently (the Python protocol has no argument there to pass it on with), and a filter the
@@ -281,8 +277,12 @@ fn set_options(kwargs: &Bound<'_, PyDict>, page: &PageRequest) -> PyResult<()> {
     Ok(())
 }
 
-fn limit_of(page: &PageRequest) -> i64 {
-    i64::try_from(page.limit).unwrap_or(i64::MAX)
+/// The `limit=` and `after=` arguments every paged call passes.
+fn page_kwargs<'py>(py: Python<'py>, page: &PageRequest) -> PyResult<Bound<'py, PyDict>> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("limit", i64::try_from(page.limit).unwrap_or(i64::MAX))?;
+    kwargs.set_item("after", page.after.as_ref().map(|cursor| cursor.as_str().to_owned()))?;
+    Ok(kwargs)
 }
 
 /// A cursor a Python store returned: the core's (from the `agent_memory.provider` helpers)
@@ -359,9 +359,7 @@ impl MemoryStore for PyStore {
         refuse_options(&page, CursorKind::List, scope)?;
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 // Only a prefixed listing passes `prefix` (and only a filtered one `metadata`),
                 // so a store without prefix or filter support still serves every other listing.
                 if !page.prefix.is_empty() {
@@ -371,7 +369,7 @@ impl MemoryStore for PyStore {
                 store.call_method("list", (scope_obj(scope),), Some(&kwargs))
             })
             .await?;
-        page_reply(reply, "the Python store's list did not return a MemoryPage")
+        page_reply::<PyPage>(reply, "the Python store's list did not return a MemoryPage")
     }
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
@@ -382,21 +380,17 @@ impl MemoryStore for PyStore {
         }
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 if !page.prefix.is_empty() {
                     kwargs.set_item("prefix", &page.prefix)?;
                 }
                 store.call_method("list_keys", (scope_obj(scope),), Some(&kwargs))
             })
             .await?;
-        let (items, next) = read(
+        page_reply::<PyKeyInfoPage>(
             reply,
-            |r| r.cast::<PyKeyInfoPage>()?.get().to_core(r.py()),
             "the Python store's list_keys did not return a KeyInfoPage",
-        )?;
-        Ok(KeyInfoPage { items, next_cursor: reply_cursor(next)? })
+        )
     }
 
     async fn search(
@@ -408,14 +402,12 @@ impl MemoryStore for PyStore {
         refuse_options(&page, CursorKind::Search, scope)?;
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 set_options(&kwargs, &page)?;
                 store.call_method("search", (scope_obj(scope), query), Some(&kwargs))
             })
             .await?;
-        page_reply(reply, "the Python store's search did not return a MemoryPage")
+        page_reply::<PyPage>(reply, "the Python store's search did not return a MemoryPage")
     }
 
     async fn delete(
@@ -458,27 +450,14 @@ impl MemoryStore for PyStore {
         }
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 store.call_method("list_namespaces", (application_id, user_id), Some(&kwargs))
             })
             .await?;
-        let what = "the Python store's list_namespaces did not return a NamespacePage";
-        let (items, next) = read(
+        page_reply::<PyNamespacePage>(
             reply,
-            |r| {
-                let page = r.cast::<PyNamespacePage>()?.get();
-                let (items, next) = page.parts(r.py());
-                let scopes = items
-                    .iter()
-                    .map(|item| Ok(item.cast::<PyScope>()?.get().inner.clone()))
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok((scopes, next))
-            },
-            what,
-        )?;
-        Ok(NamespacePage { items, next_cursor: reply_cursor(next)? })
+            "the Python store's list_namespaces did not return a NamespacePage",
+        )
     }
 
     async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
@@ -487,27 +466,11 @@ impl MemoryStore for PyStore {
         }
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 store.call_method("list_users", (application_id,), Some(&kwargs))
             })
             .await?;
-        let what = "the Python store's list_users did not return a UserPage";
-        let (items, next) = read(
-            reply,
-            |r| {
-                let page = r.cast::<PyUserPage>()?.get();
-                let (items, next) = page.parts(r.py());
-                let ids = items
-                    .iter()
-                    .map(|item| item.extract::<String>())
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok((ids, next))
-            },
-            what,
-        )?;
-        Ok(UserPage { items, next_cursor: reply_cursor(next)? })
+        page_reply::<PyUserPage>(reply, "the Python store's list_users did not return a UserPage")
     }
 
     async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
@@ -516,27 +479,14 @@ impl MemoryStore for PyStore {
         }
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 store.call_method("list_applications", (), Some(&kwargs))
             })
             .await?;
-        let what = "the Python store's list_applications did not return an ApplicationPage";
-        let (items, next) = read(
+        page_reply::<PyApplicationPage>(
             reply,
-            |r| {
-                let page = r.cast::<PyApplicationPage>()?.get();
-                let (items, next) = page.parts(r.py());
-                let ids = items
-                    .iter()
-                    .map(|item| item.extract::<String>())
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok((ids, next))
-            },
-            what,
-        )?;
-        Ok(ApplicationPage { items, next_cursor: reply_cursor(next)? })
+            "the Python store's list_applications did not return an ApplicationPage",
+        )
     }
 
     async fn purge_expired(
@@ -547,9 +497,7 @@ impl MemoryStore for PyStore {
         refuse_options(&page, CursorKind::Purge, scope)?;
         let reply = self
             .call(|store| {
-                let kwargs = PyDict::new(store.py());
-                kwargs.set_item("limit", limit_of(&page))?;
-                kwargs.set_item("after", cursor_text(&page))?;
+                let kwargs = page_kwargs(store.py(), &page)?;
                 store.call_method("purge_expired", (scope_obj(scope),), Some(&kwargs))
             })
             .await?;
@@ -562,17 +510,10 @@ impl MemoryStore for PyStore {
     }
 }
 
-fn page_reply(reply: Py<PyAny>, what: &'static str) -> Result<MemoryPage> {
-    let (items, next) = read(
-        reply,
-        |r| {
-            let page = r.cast::<PyPage>()?.get();
-            let (items, next): (Bound<'_, PyTuple>, _) = page.parts(r.py());
-            Ok((records_from(items.as_any())?, next))
-        },
-        what,
-    )?;
-    Ok(MemoryPage { items, next_cursor: reply_cursor(next)? })
+/// The core's page of a Python store's reply, which must be a `P`.
+fn page_reply<P: PageClass>(reply: Py<PyAny>, what: &'static str) -> Result<P::Core> {
+    let (items, next) = read(reply, |r| r.cast::<P>()?.get().to_core(r.py()), what)?;
+    Ok(P::core_page(items, reply_cursor(next)?))
 }
 
 /// The core store behind a Python store argument: a `NativeStore` as it is, anything else

@@ -10,11 +10,13 @@
 //! `repr()` never shows stored text, keys or ids (they end up in logs); the attributes do.
 
 use agent_memory::{
-    ApplicationPage, Fact, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord,
-    MemoryScope, NamespacePage, Source, UserPage,
+    ApplicationPage, Cursor, Fact, KeyInfo, KeyInfoPage, MemoryCleanupPage, MemoryPage,
+    MemoryRecord, MemoryScope, NamespacePage, Source, UserPage,
 };
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::True;
 use pyo3::types::{PyDict, PyTuple};
+use pyo3::PyClass;
 
 use crate::convert;
 use crate::errors::to_py;
@@ -307,17 +309,33 @@ fn record_tuple<'py>(py: Python<'py>, records: Vec<MemoryRecord>) -> PyResult<Bo
     PyTuple::new(py, items)
 }
 
+/// A page class as a store written in Python replies it, read back as the core's page.
+pub(crate) trait PageClass: PyClass<Frozen = True> + Sync {
+    /// One item, as the core has it.
+    type Item;
+    /// The core's page.
+    type Core;
+
+    /// The items as the core's values (failing on an item of another class) and the cursor.
+    fn to_core(&self, py: Python<'_>) -> PyResult<(Vec<Self::Item>, Option<String>)>;
+
+    /// The core's page of `items`.
+    fn core_page(items: Vec<Self::Item>, next_cursor: Option<Cursor>) -> Self::Core;
+}
+
 /// Declares a page class, `Name(items, next_cursor=None)`: a tuple of items and the cursor to
 /// continue from, with the getters, `repr()` (counts only) and accessors every page has.
-/// `new` turns the constructor's iterable into the tuple; `from_core` a core page's items.
+/// `new` turns the constructor's iterable into the tuple; `from_core` a core page's items;
+/// `to_core` one item of the tuple back into the core's value (see [`PageClass`]).
 macro_rules! page_class {
     (
         $(#[$meta:meta])*
-        $ty:ident: $core:ty, $name:literal counts $noun:literal;
+        $ty:ident: $core:ident of $item:ty, $name:literal counts $noun:literal;
         items: $items_doc:literal;
         cursor: $cursor_doc:literal;
         new: |$py:ident, $from:ident| $new:expr;
         from_core: |$core_py:ident, $core_items:ident| $from_core:expr;
+        to_core: |$one:ident| $to_core:expr;
     ) => {
         $(#[$meta])*
         #[pyclass(frozen, name = $name, module = "agent_memory")]
@@ -364,14 +382,24 @@ macro_rules! page_class {
                 let items: Bound<'_, PyTuple> = $from_core;
                 Ok(Self { items: items.unbind(), next_cursor: page.next_cursor.map(String::from) })
             }
+        }
 
-            /// The items and the cursor, as a store written in Python replied them.
-            #[allow(dead_code)]
-            pub(crate) fn parts<'py>(
-                &self,
-                py: Python<'py>,
-            ) -> (Bound<'py, PyTuple>, Option<String>) {
-                (self.items.bind(py).clone(), self.next_cursor.clone())
+        impl PageClass for $ty {
+            type Item = $item;
+            type Core = $core;
+
+            fn to_core(&self, py: Python<'_>) -> PyResult<(Vec<$item>, Option<String>)> {
+                let items = self
+                    .items
+                    .bind(py)
+                    .iter()
+                    .map(|$one| $to_core)
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((items, self.next_cursor.clone()))
+            }
+
+            fn core_page(items: Vec<$item>, next_cursor: Option<Cursor>) -> $core {
+                $core { items, next_cursor }
             }
         }
     };
@@ -386,16 +414,17 @@ fn str_tuple<'py>(py: Python<'py>, items: &Bound<'_, PyAny>) -> PyResult<Bound<'
 
 page_class! {
     /// `MemoryPage(items, next_cursor=None)`: a bounded page of records.
-    PyPage: MemoryPage, "MemoryPage" counts "records";
+    PyPage: MemoryPage of MemoryRecord, "MemoryPage" counts "records";
     items: "The records, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
     new: |py, items| record_tuple(py, records_from(items)?)?;
     from_core: |py, items| record_tuple(py, items)?;
+    to_core: |item| Ok(item.cast::<PyRecord>()?.get().inner.clone());
 }
 
 page_class! {
     /// `NamespacePage(items, next_cursor=None)`: one scope per namespace holding records.
-    PyNamespacePage: NamespacePage, "NamespacePage" counts "scopes";
+    PyNamespacePage: NamespacePage of MemoryScope, "NamespacePage" counts "scopes";
     items: "One scope per namespace, the default namespace (`namespace=None`) first.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
     new: |py, items| {
@@ -406,25 +435,28 @@ page_class! {
         PyTuple::new(py, scopes)?
     };
     from_core: |py, items| PyTuple::new(py, items.into_iter().map(PyScope::from))?;
+    to_core: |item| Ok(item.cast::<PyScope>()?.get().inner.clone());
 }
 
 page_class! {
     /// `UserPage(items, next_cursor=None)`: the ids of an application's users holding records.
-    PyUserPage: UserPage, "UserPage" counts "users";
+    PyUserPage: UserPage of String, "UserPage" counts "users";
     items: "The user ids, in ascending byte order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
     new: |py, items| str_tuple(py, items)?;
     from_core: |py, items| PyTuple::new(py, items)?;
+    to_core: |item| item.extract::<String>();
 }
 
 page_class! {
     /// `ApplicationPage(items, next_cursor=None)`: the ids of the store's applications holding
     /// records.
-    PyApplicationPage: ApplicationPage, "ApplicationPage" counts "applications";
+    PyApplicationPage: ApplicationPage of String, "ApplicationPage" counts "applications";
     items: "The application ids, in ascending byte order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
     new: |py, items| str_tuple(py, items)?;
     from_core: |py, items| PyTuple::new(py, items)?;
+    to_core: |item| item.extract::<String>();
 }
 
 /// `MemoryCleanupPage(deleted, next_cursor=None)`: what one `purge_expired` call removed.
@@ -498,7 +530,7 @@ impl PyKeyInfo {
 
 page_class! {
     /// `KeyInfoPage(items, next_cursor=None)`: a page of `list_keys`, `KeyInfo` items in key order.
-    PyKeyInfoPage: KeyInfoPage, "KeyInfoPage" counts "keys";
+    PyKeyInfoPage: KeyInfoPage of KeyInfo, "KeyInfoPage" counts "keys";
     items: "The keys with their sizes, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
     new: |py, items| {
@@ -515,19 +547,7 @@ page_class! {
             .collect::<PyResult<Vec<_>>>()?;
         PyTuple::new(py, infos)?
     };
-}
-
-impl PyKeyInfoPage {
-    /// The core's page, from a Python store's reply.
-    pub(crate) fn to_core(&self, py: Python<'_>) -> PyResult<(Vec<KeyInfo>, Option<String>)> {
-        let items = self
-            .items
-            .bind(py)
-            .iter()
-            .map(|item| Ok(item.cast::<PyKeyInfo>()?.get().inner.clone()))
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok((items, self.next_cursor.clone()))
-    }
+    to_core: |item| Ok(item.cast::<PyKeyInfo>()?.get().inner.clone());
 }
 
 /// One remembered fact of the fact port.

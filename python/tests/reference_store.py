@@ -24,21 +24,7 @@ from agent_memory import (
     NamespacePage,
     UserPage,
 )
-from agent_memory.provider import (
-    application_cursor,
-    application_page,
-    check_key,
-    check_put,
-    check_user,
-    fold_case,
-    key_cursor,
-    key_page,
-    namespace_cursor,
-    namespace_page,
-    search_words,
-    user_cursor,
-    user_page,
-)
+from agent_memory import provider
 
 User = Tuple[str, str]
 #: A search's ``match``, ``ignore_case`` and ``metadata`` (a listing's ``metadata``), only
@@ -99,7 +85,9 @@ class DictStore:
     def _matches(self, record: MemoryRecord, words: List[str], options: Options) -> bool:
         """Whether the content holds every word (the phrase, ``all_words``) or one
         (``any_word``), as ``search_words`` returned them (folded when ignoring case)."""
-        content = fold_case(record.content) if options.get("ignore_case") else record.content
+        content = record.content
+        if options.get("ignore_case"):
+            content = provider.fold_case(content)
         if options.get("match") == "any_word":
             return any(word in content for word in words)
         return all(word in content for word in words)
@@ -180,24 +168,24 @@ class DictStore:
         ``applications`` (``None``). ``options`` are a search's ``match``, ``ignore_case`` and
         ``metadata`` (a listing's ``metadata``), which bind the cursor."""
         if kind == "namespaces":
-            return namespace_page(*over, limit, after)
+            return provider.namespace_page(*over, limit, after)
         if kind == "users":
-            return user_page(over, limit, after)
+            return provider.user_page(over, limit, after)
         if kind == "applications":
-            return application_page(limit, after)
-        return key_page(kind, over, limit, after, prefix, **(options or {}))
+            return provider.application_page(limit, after)
+        return provider.key_page(kind, over, limit, after, prefix, **(options or {}))
 
     def _cursor(
         self, kind: str, over, position: str, prefix: str = "", options: Optional[Options] = None
     ) -> str:
         """The cursor continuing a page of ``kind`` (as for ``_start``) after ``position``."""
         if kind == "namespaces":
-            return namespace_cursor(*over, position)
+            return provider.namespace_cursor(*over, position)
         if kind == "users":
-            return user_cursor(over, position)
+            return provider.user_cursor(over, position)
         if kind == "applications":
-            return application_cursor(position)
-        return key_cursor(kind, over, position, prefix, **(options or {}))
+            return provider.application_cursor(position)
+        return provider.key_cursor(kind, over, position, prefix, **(options or {}))
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -220,7 +208,7 @@ class DictStore:
         source=None,
     ):
         now = self._now()
-        check_put(
+        provider.check_put(
             key,
             content,
             metadata=metadata,
@@ -256,7 +244,7 @@ class DictStore:
         return record
 
     async def get(self, scope, key):
-        check_key(key)
+        provider.check_key(key)
         self._ensure_started()
         record = self._keys(scope).get(key)
         return record if record is not None and self._live(record, self._now()) else None
@@ -268,6 +256,13 @@ class DictStore:
         if options:
             keep = lambda record: self._passes(record, options)  # noqa: E731
             return self._scan("list", scope, limit, start, prefix, options, keep)
+        return self._page("list", scope, limit, self._live_after(scope, start, prefix, limit), prefix)
+
+    def _live_after(
+        self, scope: MemoryScope, start: Optional[str], prefix: str, limit: int
+    ) -> List[MemoryRecord]:
+        """The live records after ``start`` whose keys start with ``prefix``, in key order: at
+        most ``limit`` and one more, which tells that a page follows."""
         now = self._now()
         keys = self._keys(scope)
         rows = []
@@ -279,21 +274,15 @@ class DictStore:
                 rows.append(keys[key])
                 if len(rows) > limit:
                     break
-        return self._page("list", scope, limit, rows, prefix)
+        return rows
 
     async def list_keys(self, scope, limit=20, after=None, prefix=""):
         start = self._start("keys", scope, limit, after, prefix)
         self._ensure_started()
-        now = self._now()
-        keys = self._keys(scope)
-        rows = []
-        for key in sorted(keys):
-            if start is not None and key <= start or not key.startswith(prefix):
-                continue
-            if self._live(keys[key], now):
-                rows.append(KeyInfo(key, len(keys[key].content.encode("utf-8"))))
-                if len(rows) > limit:
-                    break
+        rows = [
+            KeyInfo(record.key, len(record.content.encode("utf-8")))
+            for record in self._live_after(scope, start, prefix, limit)
+        ]
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = self._cursor("keys", scope, rows[-1].key, prefix) if more and rows else None
@@ -317,14 +306,14 @@ class DictStore:
             options["ignore_case"] = True
         if metadata:
             options["metadata"] = metadata
-        words = search_words(query, **{k: v for k, v in options.items() if k != "metadata"})
+        words = provider.search_words(query, **{k: v for k, v in options.items() if k != "metadata"})
         start = self._start("search", scope, limit, after, "", options)
         self._ensure_started()
         keep = lambda record: self._matches(record, words, options) and self._passes(record, options)  # noqa: E731
         return self._scan("search", scope, limit, start, "", options, keep)
 
     async def delete(self, scope, key, expected_revision=None):
-        check_key(key)
+        provider.check_key(key)
         self._ensure_started()
         keys = self._keys(scope)
         current = keys.get(key)
@@ -343,7 +332,7 @@ class DictStore:
         return removed
 
     async def delete_user(self, application_id, user_id):
-        check_user(application_id, user_id)
+        provider.check_user(application_id, user_id)
         self._ensure_started()
         namespaces = self._users.pop((application_id, user_id), {})
         return sum(len(keys) for keys in namespaces.values())

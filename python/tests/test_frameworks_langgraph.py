@@ -26,6 +26,15 @@ from framework_providers import stamp
 from support import QuietSlowCallbacks
 
 
+def one_node_graph(state, name, node, store):
+    """A compiled graph of ``state`` that runs ``node`` (named ``name``) once, over ``store``."""
+    builder = StateGraph(state)
+    builder.add_node(name, node)
+    builder.add_edge(START, name)
+    builder.add_edge(name, END)
+    return builder.compile(store=store)
+
+
 class Cases(QuietSlowCallbacks):
     """Every case builds adapters over one fresh store of the provider, in an application of
     its own."""
@@ -415,11 +424,7 @@ class Cases(QuietSlowCallbacks):
             return {"results": [(manage if t == "manage" else search).invoke(a) for t, a in state["calls"]]}
 
         def graph(node):
-            builder = StateGraph(State)
-            builder.add_node("act", node)
-            builder.add_edge(START, "act")
-            builder.add_edge("act", END)
-            return builder.compile(store=self.lg)
+            return one_node_graph(State, "act", node, self.lg)
 
         config = lambda user: {"configurable": {"langgraph_user_id": user}}  # noqa: E731
         facts = [f"fact {n:02d} about tea" for n in range(12)]
@@ -482,11 +487,7 @@ class Cases(QuietSlowCallbacks):
             return {"out": {"read": await backend.aread("/a.md")}}
 
         def graph(node):
-            builder = StateGraph(State)
-            builder.add_node("files", node)
-            builder.add_edge(START, "files")
-            builder.add_edge("files", END)
-            return builder.compile(store=self.lg)
+            return one_node_graph(State, "files", node, self.lg)
 
         config = {"configurable": {"user": "u1"}}
         out = (await asyncio.to_thread(graph(files).invoke, {}, config))["out"]
