@@ -2,7 +2,7 @@
 //! shared validation, page checks and cursors, so such a store enforces exactly the limits
 //! and cursor rules every Rust provider does, instead of a copy of them.
 
-use agent_memory::provider::{self, CursorKind, TextMatcher};
+use agent_memory::provider::{self, CursorKind, PageRequestExt, TextMatcher};
 use agent_memory::validation;
 use agent_memory::{Case, MatchMode};
 use pyo3::prelude::*;

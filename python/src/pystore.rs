@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use agent_memory::provider::{CursorKind, KeyPage};
+use agent_memory::provider::{CursorKind, KeyPage, PageRequestExt};
 use agent_memory::{
     ApplicationPage, Case, Cursor, KeyInfo, KeyInfoPage, MatchMode, MemoryCleanupPage, MemoryError,
     MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest,
