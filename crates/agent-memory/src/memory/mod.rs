@@ -236,44 +236,7 @@ impl InMemoryStore {
         Self::unstarted(clock, Quotas::unlimited())
     }
 
-    /// A builder, for a store with [quotas](crate#quotas) or a clock.
-    pub fn builder() -> InMemoryStoreBuilder {
-        InMemoryStoreBuilder { clock: Arc::new(SystemClock), quotas: Quotas::unlimited() }
-    }
-
-    /// A store from a `memory:` URL (see [`open`](crate::open)): `memory:` alone, or with the
-    /// quota parameters `max_records_per_user` and `max_bytes_per_user`, as in
-    /// `memory:?max_records_per_user=100`.
-    ///
-    /// # Errors
-    /// [`Invalid`](MemoryError::Invalid) naming `url` for anything else after the colon, an
-    /// unknown parameter or a malformed value; naming the option for a zero limit.
-    pub fn from_url(url: &str) -> Result<Self> {
-        let rest = url
-            .get(..7)
-            .filter(|scheme| scheme.eq_ignore_ascii_case("memory:"))
-            .and_then(|_| url.get(7..))
-            .ok_or_else(|| MemoryError::invalid("url", "is not a memory: URL"))?;
-        let query = rest.strip_prefix("//").unwrap_or(rest);
-        if query.is_empty() {
-            return Ok(Self::new());
-        }
-        if !query.starts_with('?') {
-            return Err(MemoryError::invalid(
-                "url",
-                "memory: takes nothing after the colon but quota parameters",
-            ));
-        }
-        let mut params =
-            crate::connection_url::ConnectionUrl::parse(&format!("memory:{query}"))?.params;
-        let quotas = Quotas::from_params(&mut params)?;
-        params.finish()?;
-        let mut builder = Self::builder();
-        builder.quotas = quotas;
-        builder.build()
-    }
-
-    fn unstarted(clock: Arc<dyn Clock>, quotas: Quotas) -> Self {
+    pub(super) fn unstarted(clock: Arc<dyn Clock>, quotas: Quotas) -> Self {
         Self {
             clock,
             quotas,

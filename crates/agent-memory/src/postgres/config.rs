@@ -372,6 +372,19 @@ impl fmt::Debug for PostgresMemoryStoreBuilder {
 /// Hosts, ports, database and user of a connection config; never the password.
 pub(crate) struct Endpoint<'a>(pub(crate) &'a tokio_postgres::Config);
 
+impl fmt::Debug for PostgresMemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let started = self.pool.read().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
+        f.debug_struct("PostgresMemoryStore")
+            .field("server", &Endpoint(&self.config))
+            .field("table", &self.names)
+            .field("options", &self.options)
+            .field("tls", &self.tls)
+            .field("started", &started)
+            .finish()
+    }
+}
+
 impl fmt::Debug for Endpoint<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let hosts: Vec<String> = self

@@ -12,7 +12,6 @@ mod url;
 
 use crate::provider::PageRequestExt;
 use crate::write::WriteParts;
-use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use deadpool_postgres::Pool;
@@ -23,7 +22,7 @@ use self::codec::{
     column, corrupt, from_system_time, limit_param, record, revision, revision_number,
     to_system_time,
 };
-use self::config::{Endpoint, Options};
+use self::config::Options;
 pub use self::config::{
     PostgresMemoryStoreBuilder, DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_ERASE_BATCH_SIZE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MIN_CONNECTIONS, DEFAULT_SCHEMA,
@@ -208,19 +207,6 @@ impl PostgresMemoryStore {
             None
         };
         Ok(MemoryPage { items: hits, next_cursor })
-    }
-}
-
-impl fmt::Debug for PostgresMemoryStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let started = self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some();
-        f.debug_struct("PostgresMemoryStore")
-            .field("server", &Endpoint(&self.config))
-            .field("table", &self.names)
-            .field("options", &self.options)
-            .field("tls", &self.tls)
-            .field("started", &started)
-            .finish()
     }
 }
 

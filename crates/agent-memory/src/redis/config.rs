@@ -457,5 +457,39 @@ impl RedisMemoryStoreBuilder {
     }
 }
 
+impl fmt::Debug for RedisMemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Neither the URL nor the client (which holds the password) is printed.
+        f.debug_struct("RedisMemoryStore")
+            .field("deployment", &self.target.deployment())
+            .field("options", &self.options)
+            .field("started", &self.connection().is_ok())
+            .finish()
+    }
+}
+
+impl RedisMemoryStore {
+    /// A store for `url` (`redis://…`, `redis+cluster://…`, or either over TLS as `rediss`;
+    /// options as URL parameters).
+    ///
+    /// # Errors
+    /// As [`builder`](Self::builder) and [`RedisMemoryStoreBuilder::build`].
+    pub fn from_url(url: &str) -> Result<Self> {
+        Self::builder(url)?.build()
+    }
+
+    /// A builder for `url` (`redis://…`, `redis+cluster://…`, `rediss://…` or
+    /// `rediss+cluster://…`): the URL and its parameters are read now, the builder's methods
+    /// set options on top.
+    ///
+    /// # Errors
+    /// [`Invalid`](MemoryError::Invalid) naming `url` for a URL that is not one of the forms in
+    /// the [module docs](super), or that has a parameter this provider does not know (named in
+    /// the message) or cannot read. The message never repeats the URL.
+    pub fn builder(url: &str) -> Result<RedisMemoryStoreBuilder> {
+        RedisMemoryStoreBuilder::from_url(url)
+    }
+}
+
 #[cfg(test)]
 mod tests;
