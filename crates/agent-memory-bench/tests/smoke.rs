@@ -83,10 +83,43 @@ fn assert_complete(run: &Run, providers: &[&str], concurrency: &[u64], modes: &[
     assert_eq!(runs.len(), providers.len() * concurrency.len() * modes.len());
 }
 
+/// Each of `tests` ran on `provider` at C=1 and at C=4 and measured something, and `also`
+/// holds of its line.
+fn assert_ceilings(run: &Run, provider: &str, tests: &[&str], also: impl Fn(&Value, &str) -> bool) {
+    let ceilings = of_kind(run, "ceiling");
+    for c in [1u64, 4] {
+        for test in tests {
+            assert!(
+                ceilings.iter().any(|r| r["provider"] == provider
+                    && r["concurrency"] == c
+                    && r["test"] == *test
+                    && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)
+                    && also(r, test)),
+                "missing ceiling {provider} {test} C={c}"
+            );
+        }
+    }
+}
+
+/// Every standard phase carries its ceiling ratio.
+fn assert_ratios(run: &Run) {
+    for p in of_kind(run, "phase") {
+        if p["extra"] == false {
+            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
+        }
+    }
+}
+
+/// A temporary folder and the URL of a SQLite store in it.
+fn sqlite_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("bench.db").display());
+    (dir, url)
+}
+
 #[test]
 fn smoke_run_on_memory_and_sqlite_with_scale() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
+    let (_dir, sqlite) = sqlite_store();
     let run = run(&[
         "--store",
         "memory:",
@@ -106,8 +139,7 @@ fn smoke_run_on_memory_and_sqlite_with_scale() {
 /// per test.
 #[test]
 fn smoke_run_on_sqlite_with_ceiling() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
+    let (dir, sqlite) = sqlite_store();
     let run = run(&[
         "--store",
         &sqlite,
@@ -120,25 +152,13 @@ fn smoke_run_on_sqlite_with_ceiling() {
         "5000",
     ]);
     assert_complete(&run, &["sqlite"], &[1, 4], &["smoke"]);
-    let ceilings = of_kind(&run, "ceiling");
-    for c in [1u64, 4] {
-        for test in ["put_new", "get", "put_update", "list", "delete"] {
-            assert!(
-                ceilings.iter().any(|r| r["provider"] == "sqlite"
-                    && r["tool"] == "rusqlite"
-                    && r["concurrency"] == c
-                    && r["test"] == test
-                    && r["after_phase"] == test
-                    && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)),
-                "missing ceiling sqlite {test} C={c}"
-            );
-        }
-    }
-    for p in of_kind(&run, "phase") {
-        if p["extra"] == false {
-            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
-        }
-    }
+    assert_ceilings(
+        &run,
+        "sqlite",
+        &["put_new", "get", "put_update", "list", "delete"],
+        |r, test| r["tool"] == "rusqlite" && r["after_phase"] == test,
+    );
+    assert_ratios(&run);
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")
         .flatten()
@@ -185,26 +205,8 @@ fn smoke_run_on_postgres_and_redis_with_ceilings() {
         &pgbench,
     ]);
     assert_complete(&run, &["postgres", "redis"], &[1, 4], &["smoke"]);
-    let ceilings = of_kind(&run, "ceiling");
-    for (provider, tests) in [
-        ("postgres", &["put_new", "get", "put_update", "list", "delete"][..]),
-        ("redis", &["GET", "SET", "HSET", "EVALSHA"][..]),
-    ] {
-        for c in [1u64, 4] {
-            for test in tests {
-                assert!(
-                    ceilings.iter().any(|r| r["provider"] == provider
-                        && r["concurrency"] == c
-                        && r["test"] == *test
-                        && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)),
-                    "missing ceiling {provider} {test} C={c}"
-                );
-            }
-        }
-    }
-    for p in of_kind(&run, "phase") {
-        if p["extra"] == false {
-            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
-        }
-    }
+    let any = |_: &Value, _: &str| true;
+    assert_ceilings(&run, "postgres", &["put_new", "get", "put_update", "list", "delete"], any);
+    assert_ceilings(&run, "redis", &["GET", "SET", "HSET", "EVALSHA"], any);
+    assert_ratios(&run);
 }

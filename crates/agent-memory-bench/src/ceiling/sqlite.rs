@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::sqlite::SCHEMA_SQL;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Statement};
 
 use crate::ceiling::CeilingResult;
 use crate::workload;
@@ -137,8 +137,29 @@ fn upsert(
     let created_at = held.filter(|h| h.3).map_or(now, |h| h.1);
     let revision: i64 =
         conn.prepare_cached(PUT_REVISION)?.query_row(["last_revision"], |row| row.get(0))?;
+    write(
+        &mut *conn.prepare_cached(PUT_UPSERT)?,
+        user,
+        ns,
+        key,
+        content,
+        (revision, created_at, now),
+    )?;
+    conn.execute_batch("COMMIT")
+}
+
+/// Runs `PUT_UPSERT` for one of the workload's records at `(revision, created_at,
+/// updated_at)`: no metadata, source or expiry, and the byte count the provider charges.
+fn write(
+    upsert: &mut Statement<'_>,
+    user: &str,
+    ns: &str,
+    key: &str,
+    content: &str,
+    (revision, created_at, updated_at): (i64, i64, i64),
+) -> rusqlite::Result<usize> {
     let bytes = i64::try_from(key.len() + content.len() + 2).unwrap_or(0);
-    conn.prepare_cached(PUT_UPSERT)?.execute(params![
+    upsert.execute(params![
         workload::APP,
         user,
         ns,
@@ -150,11 +171,10 @@ fn upsert(
         None::<&str>,
         revision,
         created_at,
-        now,
+        updated_at,
         None::<i64>,
         bytes
-    ])?;
-    conn.execute_batch("COMMIT")
+    ])
 }
 
 fn now_micros() -> i64 {
@@ -203,23 +223,8 @@ impl SqliteSession {
             for (revision, (user, ns, key, content)) in rows.enumerate() {
                 let text = workload::content(content);
                 let rev = i64::try_from(revision).unwrap_or(0) + 1;
-                stmt.execute(params![
-                    workload::APP,
-                    user,
-                    ns,
-                    key,
-                    text,
-                    "{}",
-                    None::<&str>,
-                    None::<&str>,
-                    None::<&str>,
-                    rev,
-                    now,
-                    now,
-                    None::<i64>,
-                    i64::try_from(key.len() + text.len() + 2).unwrap_or(0)
-                ])
-                .map_err(sql_err("loading"))?;
+                write(&mut stmt, &user, ns, &key, &text, (rev, now, now))
+                    .map_err(sql_err("loading"))?;
             }
         }
         tx.commit().map_err(sql_err("loading"))?;
