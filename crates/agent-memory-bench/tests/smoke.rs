@@ -34,6 +34,18 @@ fn run(args: &[&str]) -> Run {
     Run { records, stderr }
 }
 
+/// A run of `stores` at C=1 and C=4 with their ceilings at one second per test, and `more`
+/// options.
+fn run_with_ceilings(stores: &[&str], more: &[&str]) -> Run {
+    let mut args = Vec::new();
+    for store in stores {
+        args.extend(["--store", store]);
+    }
+    args.extend(["--concurrency", "1,4", "--ceiling", "--ceiling-seconds", "1"]);
+    args.extend(more);
+    run(&args)
+}
+
 fn of_kind<'a>(run: &'a Run, kind: &str) -> Vec<&'a Value> {
     run.records.iter().filter(|r| r["kind"] == kind).collect()
 }
@@ -140,17 +152,7 @@ fn smoke_run_on_memory_and_sqlite_with_scale() {
 #[test]
 fn smoke_run_on_sqlite_with_ceiling() {
     let (dir, sqlite) = sqlite_store();
-    let run = run(&[
-        "--store",
-        &sqlite,
-        "--concurrency",
-        "1,4",
-        "--ceiling",
-        "--ceiling-seconds",
-        "1",
-        "--ceiling-delete-pool",
-        "5000",
-    ]);
+    let run = run_with_ceilings(&[&sqlite], &["--ceiling-delete-pool", "5000"]);
     assert_complete(&run, &["sqlite"], &[1, 4], &["smoke"]);
     assert_ceilings(
         &run,
@@ -187,23 +189,10 @@ fn smoke_run_on_postgres_and_redis_with_ceilings() {
     let postgres = agent_memory_testkit::postgres::shared_url();
     let redis = agent_memory_testkit::redis::shared_url();
     let pgbench = pgbench();
-    let run = run(&[
-        "--store",
-        &postgres,
-        "--store",
-        &redis,
-        "--concurrency",
-        "1,4",
-        "--ceiling",
-        "--ceiling-seconds",
-        "1",
-        "--ceiling-delete-pool",
-        "50000",
-        "--redis-requests",
-        "2000",
-        "--pgbench",
-        &pgbench,
-    ]);
+    let run = run_with_ceilings(
+        &[&postgres, &redis],
+        &["--ceiling-delete-pool", "50000", "--redis-requests", "2000", "--pgbench", &pgbench],
+    );
     assert_complete(&run, &["postgres", "redis"], &[1, 4], &["smoke"]);
     let any = |_: &Value, _: &str| true;
     assert_ceilings(&run, "postgres", &["put_new", "get", "put_update", "list", "delete"], any);
