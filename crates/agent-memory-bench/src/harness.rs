@@ -9,7 +9,7 @@ use std::time::Instant;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite};
 
 use crate::ceiling::{self, CeilingOptions, CeilingResult, Session};
-use crate::report::{push_json, CeilingRecord, PhaseRecord, Report, RunRecord};
+use crate::report::{push_json, CeilingRecord, PhaseRecord, Report, RunId, RunRecord};
 use crate::runner::{self, BulkStats, PhaseStats};
 use crate::target;
 use crate::workload::{self, Counts, Phase, APP, NAMESPACES};
@@ -140,6 +140,16 @@ impl<'a> ProviderBench<'a> {
             (true, true) => "smoke-scale",
             (false, true) => "scale",
             (false, false) => "standard",
+        }
+    }
+
+    fn run_id(&self, mode: &'static str, c: usize) -> RunId {
+        RunId {
+            mode,
+            provider: self.provider.to_owned(),
+            store: self.store_label.clone(),
+            concurrency: c,
+            pool: self.pool_description(c),
         }
     }
 
@@ -310,7 +320,7 @@ impl<'a> ProviderBench<'a> {
             for p in &mut phases {
                 let base = standard
                     .iter()
-                    .find(|s| s.concurrency == c && s.phase == p.phase)
+                    .find(|s| s.run.concurrency == c && s.phase == p.phase)
                     .map(|s| s.p50_us);
                 p.standard_p50_us = base;
                 p.p50_growth = base.filter(|&b| b > 0.0).map(|b| p.p50_us / b);
@@ -459,11 +469,7 @@ impl<'a> ProviderBench<'a> {
         }
         let run = RunRecord {
             kind: "run",
-            mode,
-            provider: self.provider.to_owned(),
-            store: self.store_label.clone(),
-            concurrency: c,
-            pool: self.pool_description(c),
+            run: self.run_id(mode, c),
             counts: counts_json(counts, self.config.extra),
             cleaned: cleaned.total,
             preload_seconds: preload.elapsed.as_secs_f64(),
@@ -491,11 +497,7 @@ impl<'a> ProviderBench<'a> {
         };
         PhaseRecord {
             kind: "phase",
-            mode,
-            provider: self.provider.to_owned(),
-            store: self.store_label.clone(),
-            concurrency: c,
-            pool: self.pool_description(c),
+            run: self.run_id(mode, c),
             phase: phase.name().to_owned(),
             extra: Phase::EXTRA.contains(&phase),
             ops: stats.ops,

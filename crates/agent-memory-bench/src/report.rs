@@ -7,12 +7,10 @@ use serde::Serialize;
 
 use crate::ceiling::CeilingResult;
 
-/// One phase of one run: the line WORKLOAD.md asks for, with its checks and, when measured,
-/// its ceiling and ratio.
+/// Which (provider, concurrency, mode) run a line belongs to: the fields its phase lines and
+/// its run line share, written into each as fields of their own.
 #[derive(Debug, Clone, Serialize)]
-pub struct PhaseRecord {
-    /// Always `"phase"`.
-    pub kind: &'static str,
+pub struct RunId {
     /// `standard`, `scale`, or `smoke` and `smoke-scale` (smoke numbers are not a benchmark).
     pub mode: &'static str,
     /// `memory`, `sqlite`, `postgres`, `redis`.
@@ -23,6 +21,17 @@ pub struct PhaseRecord {
     pub concurrency: usize,
     /// How the store was given C connections.
     pub pool: String,
+}
+
+/// One phase of one run: the line WORKLOAD.md asks for, with its checks and, when measured,
+/// its ceiling and ratio.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseRecord {
+    /// Always `"phase"`.
+    pub kind: &'static str,
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunId,
     /// Phase name.
     pub phase: String,
     /// `false` for the five standard phases, `true` for our extra ones.
@@ -99,16 +108,9 @@ pub struct CeilingRecord {
 pub struct RunRecord {
     /// Always `"run"`.
     pub kind: &'static str,
-    /// `standard`, `scale` or `smoke`.
-    pub mode: &'static str,
-    /// Provider.
-    pub provider: String,
-    /// The store URL without credentials or options.
-    pub store: String,
-    /// Workers (C).
-    pub concurrency: usize,
-    /// How the store was given C connections.
-    pub pool: String,
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunId,
     /// Op counts per phase, as run.
     pub counts: serde_json::Value,
     /// Records erased before the run (left over from an earlier one).
@@ -160,7 +162,8 @@ impl Report {
         let mut out = String::new();
         let mut blocks: Vec<(&str, &str, &str, usize)> = Vec::new();
         for p in &self.phases {
-            let key = (p.mode, p.provider.as_str(), p.store.as_str(), p.concurrency);
+            let key =
+                (p.run.mode, p.run.provider.as_str(), p.run.store.as_str(), p.run.concurrency);
             if !blocks.contains(&key) {
                 blocks.push(key);
             }
@@ -170,13 +173,13 @@ impl Report {
                 .phases
                 .iter()
                 .filter(|p| {
-                    p.mode == mode
-                        && p.provider == provider
-                        && p.store == store
-                        && p.concurrency == c
+                    p.run.mode == mode
+                        && p.run.provider == provider
+                        && p.run.store == store
+                        && p.run.concurrency == c
                 })
                 .collect();
-            let pool = rows.first().map(|p| p.pool.as_str()).unwrap_or("");
+            let pool = rows.first().map(|p| p.run.pool.as_str()).unwrap_or("");
             let extra = rows.first().and_then(|p| p.extra_records).unwrap_or(0);
             let label = match mode {
                 "smoke" => "SMOKE RUN, NOT A BENCHMARK".to_owned(),
@@ -294,11 +297,11 @@ impl Report {
         let mut out = Vec::new();
         let verdict = |ok: bool| if ok { "MET   " } else { "MISSED" };
         for p in &self.phases {
-            if p.mode.starts_with("smoke") || p.extra {
+            if p.run.mode.starts_with("smoke") || p.extra {
                 continue;
             }
-            if p.mode == "standard" && p.concurrency == 16 {
-                let goal = match (p.provider.as_str(), p.phase.as_str()) {
+            if p.run.mode == "standard" && p.run.concurrency == 16 {
+                let goal = match (p.run.provider.as_str(), p.phase.as_str()) {
                     ("postgres", "list") => Some(0.80),
                     ("postgres", _) => Some(0.85),
                     ("redis", "get" | "put_new" | "put_update") => Some(0.70),
@@ -308,7 +311,7 @@ impl Report {
                     out.push(format!(
                         "{} {} C=16 {}: {:.0}% of the {} ceiling (goal {:.0}%)",
                         verdict(ratio >= goal),
-                        p.provider,
+                        p.run.provider,
                         p.phase,
                         ratio * 100.0,
                         p.ceiling_test.as_deref().unwrap_or("?"),
@@ -316,9 +319,9 @@ impl Report {
                     ));
                 }
             }
-            if p.mode == "standard"
-                && p.provider == "memory"
-                && p.concurrency == 1
+            if p.run.mode == "standard"
+                && p.run.provider == "memory"
+                && p.run.concurrency == 1
                 && p.phase == "get"
             {
                 out.push(format!(
@@ -327,13 +330,13 @@ impl Report {
                     p.ops_per_s
                 ));
             }
-            if p.mode == "scale" {
+            if p.run.mode == "scale" {
                 if let Some(growth) = p.p50_growth {
                     out.push(format!(
                         "{} {} C={} {} p50 with {} extra records: {:.2}x the standard run (goal ≤ 1.30x)",
                         verdict(growth <= 1.3),
-                        p.provider,
-                        p.concurrency,
+                        p.run.provider,
+                        p.run.concurrency,
                         p.phase,
                         p.extra_records.unwrap_or(0),
                         growth

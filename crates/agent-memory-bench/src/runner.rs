@@ -73,15 +73,20 @@ pub struct PhaseStats {
     pub items: u64,
 }
 
+/// `count` over `elapsed`, per second; 0 when no time passed.
+fn per_second(count: usize, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 {
+        count as f64 / secs
+    } else {
+        0.0
+    }
+}
+
 impl PhaseStats {
     /// Ops per second over the phase's wall time.
     pub fn ops_per_s(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.ops as f64 / secs
-        } else {
-            0.0
-        }
+        per_second(self.ops, self.elapsed)
     }
 
     /// Nearest-rank percentile `sorted[ceil(q * N) - 1]` for `q = percent / 100`, in
@@ -348,12 +353,7 @@ pub struct BulkStats {
 impl BulkStats {
     /// Items per second.
     pub fn rate(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.items as f64 / secs
-        } else {
-            0.0
-        }
+        per_second(self.items, self.elapsed)
     }
 
     /// `Err` with the first failure when anything failed.

@@ -34,6 +34,18 @@ fn run(args: &[&str]) -> Run {
     Run { records, stderr }
 }
 
+/// A run of `stores` at C=1 and C=4 with their ceilings at one second per test, and `more`
+/// options.
+fn run_with_ceilings(stores: &[&str], more: &[&str]) -> Run {
+    let mut args = Vec::new();
+    for store in stores {
+        args.extend(["--store", store]);
+    }
+    args.extend(["--concurrency", "1,4", "--ceiling", "--ceiling-seconds", "1"]);
+    args.extend(more);
+    run(&args)
+}
+
 fn of_kind<'a>(run: &'a Run, kind: &str) -> Vec<&'a Value> {
     run.records.iter().filter(|r| r["kind"] == kind).collect()
 }
@@ -83,10 +95,43 @@ fn assert_complete(run: &Run, providers: &[&str], concurrency: &[u64], modes: &[
     assert_eq!(runs.len(), providers.len() * concurrency.len() * modes.len());
 }
 
+/// Each of `tests` ran on `provider` at C=1 and at C=4 and measured something, and `also`
+/// holds of its line.
+fn assert_ceilings(run: &Run, provider: &str, tests: &[&str], also: impl Fn(&Value, &str) -> bool) {
+    let ceilings = of_kind(run, "ceiling");
+    for c in [1u64, 4] {
+        for test in tests {
+            assert!(
+                ceilings.iter().any(|r| r["provider"] == provider
+                    && r["concurrency"] == c
+                    && r["test"] == *test
+                    && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)
+                    && also(r, test)),
+                "missing ceiling {provider} {test} C={c}"
+            );
+        }
+    }
+}
+
+/// Every standard phase carries its ceiling ratio.
+fn assert_ratios(run: &Run) {
+    for p in of_kind(run, "phase") {
+        if p["extra"] == false {
+            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
+        }
+    }
+}
+
+/// A temporary folder and the URL of a SQLite store in it.
+fn sqlite_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("bench.db").display());
+    (dir, url)
+}
+
 #[test]
 fn smoke_run_on_memory_and_sqlite_with_scale() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
+    let (_dir, sqlite) = sqlite_store();
     let run = run(&[
         "--store",
         "memory:",
@@ -106,39 +151,16 @@ fn smoke_run_on_memory_and_sqlite_with_scale() {
 /// per test.
 #[test]
 fn smoke_run_on_sqlite_with_ceiling() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
-    let run = run(&[
-        "--store",
-        &sqlite,
-        "--concurrency",
-        "1,4",
-        "--ceiling",
-        "--ceiling-seconds",
-        "1",
-        "--ceiling-delete-pool",
-        "5000",
-    ]);
+    let (dir, sqlite) = sqlite_store();
+    let run = run_with_ceilings(&[&sqlite], &["--ceiling-delete-pool", "5000"]);
     assert_complete(&run, &["sqlite"], &[1, 4], &["smoke"]);
-    let ceilings = of_kind(&run, "ceiling");
-    for c in [1u64, 4] {
-        for test in ["put_new", "get", "put_update", "list", "delete"] {
-            assert!(
-                ceilings.iter().any(|r| r["provider"] == "sqlite"
-                    && r["tool"] == "rusqlite"
-                    && r["concurrency"] == c
-                    && r["test"] == test
-                    && r["after_phase"] == test
-                    && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)),
-                "missing ceiling sqlite {test} C={c}"
-            );
-        }
-    }
-    for p in of_kind(&run, "phase") {
-        if p["extra"] == false {
-            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
-        }
-    }
+    assert_ceilings(
+        &run,
+        "sqlite",
+        &["put_new", "get", "put_update", "list", "delete"],
+        |r, test| r["tool"] == "rusqlite" && r["after_phase"] == test,
+    );
+    assert_ratios(&run);
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")
         .flatten()
@@ -167,44 +189,13 @@ fn smoke_run_on_postgres_and_redis_with_ceilings() {
     let postgres = agent_memory_testkit::postgres::shared_url();
     let redis = agent_memory_testkit::redis::shared_url();
     let pgbench = pgbench();
-    let run = run(&[
-        "--store",
-        &postgres,
-        "--store",
-        &redis,
-        "--concurrency",
-        "1,4",
-        "--ceiling",
-        "--ceiling-seconds",
-        "1",
-        "--ceiling-delete-pool",
-        "50000",
-        "--redis-requests",
-        "2000",
-        "--pgbench",
-        &pgbench,
-    ]);
+    let run = run_with_ceilings(
+        &[&postgres, &redis],
+        &["--ceiling-delete-pool", "50000", "--redis-requests", "2000", "--pgbench", &pgbench],
+    );
     assert_complete(&run, &["postgres", "redis"], &[1, 4], &["smoke"]);
-    let ceilings = of_kind(&run, "ceiling");
-    for (provider, tests) in [
-        ("postgres", &["put_new", "get", "put_update", "list", "delete"][..]),
-        ("redis", &["GET", "SET", "HSET", "EVALSHA"][..]),
-    ] {
-        for c in [1u64, 4] {
-            for test in tests {
-                assert!(
-                    ceilings.iter().any(|r| r["provider"] == provider
-                        && r["concurrency"] == c
-                        && r["test"] == *test
-                        && r["ops_per_s"].as_f64().is_some_and(|v| v > 0.0)),
-                    "missing ceiling {provider} {test} C={c}"
-                );
-            }
-        }
-    }
-    for p in of_kind(&run, "phase") {
-        if p["extra"] == false {
-            assert!(p["ratio"].is_number(), "standard phases carry their ceiling ratio: {p}");
-        }
-    }
+    let any = |_: &Value, _: &str| true;
+    assert_ceilings(&run, "postgres", &["put_new", "get", "put_update", "list", "delete"], any);
+    assert_ceilings(&run, "redis", &["GET", "SET", "HSET", "EVALSHA"], any);
+    assert_ratios(&run);
 }

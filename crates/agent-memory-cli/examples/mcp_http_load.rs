@@ -134,6 +134,18 @@ impl Run {
     }
 }
 
+/// Every client's latencies, once all have finished: the run, timed from `started`.
+async fn joined(
+    started: Instant,
+    tasks: Vec<tokio::task::JoinHandle<Result<Vec<Duration>, String>>>,
+) -> Result<Run, Error> {
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await??);
+    }
+    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
+}
+
 fn scope(client: usize) -> Result<MemoryScope, Error> {
     Ok(MemoryScope::new(APP, format!("bench-user-{client:02}"))?)
 }
@@ -159,11 +171,7 @@ async fn direct(
             Ok::<_, String>(latencies)
         }));
     }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await??);
-    }
-    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
+    joined(started, tasks).await
 }
 
 async fn http(
@@ -224,11 +232,7 @@ async fn http(
             Ok::<_, String>(latencies)
         }));
     }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await??);
-    }
-    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
+    joined(started, tasks).await
 }
 
 /// Makes one API key per client with the binary's `api-key add`.

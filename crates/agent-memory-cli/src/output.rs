@@ -65,15 +65,12 @@ impl Output {
 
     /// Many records: JSON lines, or one table with the content shortened to fit.
     pub fn records(&mut self, records: &[MemoryRecord]) -> CliResult {
-        if self.json {
-            return records.iter().try_for_each(|record| self.json_line(record));
-        }
-        if records.is_empty() {
-            return self.line("no records");
-        }
-        let rows: Vec<Vec<String>> = records
-            .iter()
-            .map(|r| {
+        self.listing(
+            records,
+            |record| record,
+            "no records",
+            &["KEY", "REVISION", "UPDATED", "EXPIRES", "CONTENT"],
+            |r| {
                 vec![
                     escape_text(&r.key).into_owned(),
                     r.revision.to_string(),
@@ -81,9 +78,28 @@ impl Output {
                     r.expires_at.map_or_else(|| "never".to_owned(), format_time),
                     shorten(&escape_text(&r.content), CONTENT_COLUMNS),
                 ]
-            })
-            .collect();
-        self.table(Some(&["KEY", "REVISION", "UPDATED", "EXPIRES", "CONTENT"]), &rows)
+            },
+        )
+    }
+
+    /// A listing: one JSON line per item (its `json`), or `none` when there are no items, or
+    /// a table of their `row`s under `header`.
+    pub fn listing<'a, T, J: Serialize>(
+        &mut self,
+        items: &'a [T],
+        json: impl Fn(&'a T) -> J,
+        none: &str,
+        header: &[&str],
+        row: impl Fn(&T) -> Vec<String>,
+    ) -> CliResult {
+        if self.json {
+            return items.iter().try_for_each(|item| self.json_line(&json(item)));
+        }
+        if items.is_empty() {
+            return self.line(none);
+        }
+        let rows: Vec<Vec<String>> = items.iter().map(row).collect();
+        self.table(Some(header), &rows)
     }
 
     /// A result that is not a record: `value` as one JSON line, or `human` as a sentence.

@@ -30,25 +30,21 @@ pub fn bar(total: u64, what: &'static str) -> ProgressBar {
 
 /// A spinner with a running count, for work whose size is unknown up front.
 pub fn spinner(what: &'static str) -> ProgressBar {
-    if !visible() {
-        return ProgressBar::hidden();
-    }
-    let spinner = ProgressBar::new_spinner();
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}: {pos}") {
-        spinner.set_style(style);
-    }
-    spinner.set_message(what);
-    spinner.enable_steady_tick(TICK);
-    spinner
+    ticking("{spinner} {msg}: {pos}", what)
 }
 
 /// A spinner without a count, for one long call whose progress the store does not report.
 pub fn busy(what: &'static str) -> ProgressBar {
+    ticking("{spinner} {msg} ({elapsed})", what)
+}
+
+/// A spinner drawn with `template`, labelled `what`, redrawing on its own.
+fn ticking(template: &str, what: &'static str) -> ProgressBar {
     if !visible() {
         return ProgressBar::hidden();
     }
     let spinner = ProgressBar::new_spinner();
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+    if let Ok(style) = ProgressStyle::with_template(template) {
         spinner.set_style(style);
     }
     spinner.set_message(what);

@@ -5,69 +5,21 @@
 //! `BEGIN IMMEDIATE` … `COMMIT` (the provider may group concurrent writes into one commit,
 //! which this ceiling does not do).
 //!
-//! The SQL below is copied from `agent_memory::sqlite` (its statements are internal); each
-//! constant names the provider statement it mirrors.
+//! The schema is the provider's own ([`SCHEMA_SQL`]); the statements below are copied from
+//! `agent_memory::sqlite` (they are internal), each constant naming the one it mirrors.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use agent_memory::sqlite::SCHEMA_SQL;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Statement};
 
 use crate::ceiling::CeilingResult;
 use crate::workload;
 
 type Error = String;
-
-/// `schema.rs`: `CREATE_RECORDS`, `CREATE_USAGE`, `CREATE_USAGE_TRIGGERS`, `CREATE_META` and
-/// the `last_revision` row, as a new file gets them.
-pub const SCHEMA: &str = "
-CREATE TABLE memory_records (
-    app_id TEXT NOT NULL COLLATE BINARY,
-    user_id TEXT NOT NULL COLLATE BINARY,
-    namespace TEXT NOT NULL COLLATE BINARY,
-    key TEXT NOT NULL COLLATE BINARY,
-    content TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    source_session TEXT,
-    source_invocation TEXT,
-    source_agent TEXT,
-    revision INTEGER NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    expires_at INTEGER,
-    bytes INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (app_id, user_id, namespace, key)
-) STRICT, WITHOUT ROWID;
-CREATE TABLE memory_usage (
-    app_id TEXT NOT NULL COLLATE BINARY,
-    user_id TEXT NOT NULL COLLATE BINARY,
-    records INTEGER NOT NULL,
-    bytes INTEGER NOT NULL,
-    PRIMARY KEY (app_id, user_id)
-) STRICT, WITHOUT ROWID;
-CREATE TRIGGER memory_usage_insert AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_usage (app_id, user_id, records, bytes)
-    VALUES (new.app_id, new.user_id, 1, new.bytes)
-    ON CONFLICT (app_id, user_id) DO UPDATE SET
-        records = records + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER memory_usage_update AFTER UPDATE OF bytes ON memory_records BEGIN
-    UPDATE memory_usage SET bytes = bytes - old.bytes + new.bytes
-    WHERE app_id = new.app_id AND user_id = new.user_id;
-END;
-CREATE TRIGGER memory_usage_delete AFTER DELETE ON memory_records BEGIN
-    UPDATE memory_usage SET records = records - 1, bytes = bytes - old.bytes
-    WHERE app_id = old.app_id AND user_id = old.user_id;
-    DELETE FROM memory_usage
-    WHERE app_id = old.app_id AND user_id = old.user_id AND records <= 0;
-END;
-CREATE TABLE memory_meta (
-    name TEXT NOT NULL PRIMARY KEY,
-    value INTEGER NOT NULL
-) STRICT, WITHOUT ROWID;
-INSERT INTO memory_meta (name, value) VALUES ('last_revision', 0);";
 
 /// `schema.rs` `connect`: the per-connection pragmas at the provider's defaults
 /// (`synchronous = NORMAL`, 16 MiB page cache, 1 GiB memory map, `secure_delete` on writers).
@@ -185,8 +137,29 @@ fn upsert(
     let created_at = held.filter(|h| h.3).map_or(now, |h| h.1);
     let revision: i64 =
         conn.prepare_cached(PUT_REVISION)?.query_row(["last_revision"], |row| row.get(0))?;
+    write(
+        &mut *conn.prepare_cached(PUT_UPSERT)?,
+        user,
+        ns,
+        key,
+        content,
+        (revision, created_at, now),
+    )?;
+    conn.execute_batch("COMMIT")
+}
+
+/// Runs `PUT_UPSERT` for one of the workload's records at `(revision, created_at,
+/// updated_at)`: no metadata, source or expiry, and the byte count the provider charges.
+fn write(
+    upsert: &mut Statement<'_>,
+    user: &str,
+    ns: &str,
+    key: &str,
+    content: &str,
+    (revision, created_at, updated_at): (i64, i64, i64),
+) -> rusqlite::Result<usize> {
     let bytes = i64::try_from(key.len() + content.len() + 2).unwrap_or(0);
-    conn.prepare_cached(PUT_UPSERT)?.execute(params![
+    upsert.execute(params![
         workload::APP,
         user,
         ns,
@@ -198,11 +171,10 @@ fn upsert(
         None::<&str>,
         revision,
         created_at,
-        now,
+        updated_at,
         None::<i64>,
         bytes
-    ])?;
-    conn.execute_batch("COMMIT")
+    ])
 }
 
 fn now_micros() -> i64 {
@@ -229,7 +201,7 @@ impl SqliteSession {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(format!("the ceiling database refused WAL mode ({mode})"));
         }
-        conn.execute_batch(SCHEMA).map_err(sql_err("creating the ceiling schema"))?;
+        conn.execute_batch(SCHEMA_SQL).map_err(sql_err("creating the ceiling schema"))?;
         let now = now_micros();
         let tx = conn.transaction().map_err(sql_err("loading"))?;
         {
@@ -251,23 +223,8 @@ impl SqliteSession {
             for (revision, (user, ns, key, content)) in rows.enumerate() {
                 let text = workload::content(content);
                 let rev = i64::try_from(revision).unwrap_or(0) + 1;
-                stmt.execute(params![
-                    workload::APP,
-                    user,
-                    ns,
-                    key,
-                    text,
-                    "{}",
-                    None::<&str>,
-                    None::<&str>,
-                    None::<&str>,
-                    rev,
-                    now,
-                    now,
-                    None::<i64>,
-                    i64::try_from(key.len() + text.len() + 2).unwrap_or(0)
-                ])
-                .map_err(sql_err("loading"))?;
+                write(&mut stmt, &user, ns, &key, &text, (rev, now, now))
+                    .map_err(sql_err("loading"))?;
             }
         }
         tx.commit().map_err(sql_err("loading"))?;

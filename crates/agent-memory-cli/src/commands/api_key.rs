@@ -171,35 +171,29 @@ fn add(
         "key {} saved to the key file; this is the only time the key is shown",
         entry.id
     ));
-    if out.is_json() {
-        out.json_line(&json!({"id": entry.id, "key": key}))
-    } else {
-        out.line(&key)
-    }
+    out.summary(&key, &json!({"id": entry.id, "key": key}))
 }
 
 fn list(file: &Path, out: &mut Output) -> CliResult {
     let entries = entries(file)?;
-    if out.is_json() {
-        return entries.iter().try_for_each(|entry| {
-            out.json_line(&json!({
-                "id": entry.id,
-                "app": entry.app,
-                "user": entry.user,
-                "namespace": entry.namespace,
-                "read_only": entry.read_only,
-                "label": entry.label,
-                "created_at": entry.created_at,
-                "revoked_at": entry.revoked_at,
-            }))
-        });
-    }
-    if entries.is_empty() {
-        return out.line("no keys");
-    }
-    let rows: Vec<Vec<String>> = entries
-        .iter()
-        .map(|entry| {
+    let json = |entry: &KeyEntry| {
+        json!({
+            "id": entry.id,
+            "app": entry.app,
+            "user": entry.user,
+            "namespace": entry.namespace,
+            "read_only": entry.read_only,
+            "label": entry.label,
+            "created_at": entry.created_at,
+            "revoked_at": entry.revoked_at,
+        })
+    };
+    out.listing(
+        &entries,
+        json,
+        "no keys",
+        &["ID", "APP", "USER", "NAMESPACE", "ACCESS", "CREATED", "REVOKED", "LABEL"],
+        |entry| {
             vec![
                 entry.id.clone(),
                 entry
@@ -219,11 +213,7 @@ fn list(file: &Path, out: &mut Output) -> CliResult {
                     .as_deref()
                     .map_or_else(String::new, |label| escape_text(label).into_owned()),
             ]
-        })
-        .collect();
-    out.table(
-        Some(&["ID", "APP", "USER", "NAMESPACE", "ACCESS", "CREATED", "REVOKED", "LABEL"]),
-        &rows,
+        },
     )
 }
 

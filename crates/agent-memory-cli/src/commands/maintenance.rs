@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryScope, MemoryStore, PageRequest};
+use agent_memory::{validation::MAX_PAGE_LIMIT, MemoryScope, MemoryStore};
 use clap::Subcommand;
 use serde_json::json;
 
-use super::app::{stopped, IdPages};
+use super::app::{every_page, stopped, IdPages};
 use super::globals::{Globals, User};
 use crate::exit::{CliError, CliResult};
 use crate::output::{self, namespace_text, Output};
@@ -138,24 +138,19 @@ fn setup(out: &mut Output) -> CliResult {
 /// Every namespace of the user that physically holds a record.
 async fn namespaces(store: &dyn MemoryStore, user: &User, out: &mut Output) -> CliResult {
     let mut scopes = Vec::new();
-    let mut cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+    every_page(async |request| {
         let page = store.list_namespaces(&user.application_id, &user.user_id, request).await?;
         scopes.extend(page.items);
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            break;
-        }
-    }
-    if out.is_json() {
-        return scopes.iter().try_for_each(|scope| out.json_line(scope));
-    }
-    if scopes.is_empty() {
-        return out.line("no namespaces");
-    }
-    let rows: Vec<Vec<String>> = scopes.iter().map(|s| vec![namespace_text(s)]).collect();
-    out.table(Some(&["NAMESPACE"]), &rows)
+        Ok(page.next_cursor)
+    })
+    .await?;
+    out.listing(
+        &scopes,
+        |scope| scope,
+        "no namespaces",
+        &["NAMESPACE"],
+        |s| vec![namespace_text(s)],
+    )
 }
 
 /// Sweeps the whole namespace, following cursors even through pages that removed nothing.
@@ -182,17 +177,13 @@ async fn sweep(
     purged: &mut u64,
     spinner: &indicatif::ProgressBar,
 ) -> CliResult {
-    let mut cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+    every_page(async |request| {
         let page = store.purge_expired(scope, request).await.map_err(CliError::from_write)?;
         *purged += page.deleted;
         spinner.set_position(*purged);
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            return Ok(());
-        }
-    }
+        Ok(page.next_cursor)
+    })
+    .await
 }
 
 /// Sweeps every namespace of every user of the application, one user at a time after
@@ -246,18 +237,14 @@ async fn purge_user(
     purged: &mut u64,
     spinner: &indicatif::ProgressBar,
 ) -> CliResult {
-    let mut cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+    every_page(async |request| {
         let page = store.list_namespaces(&user.application_id, &user.user_id, request).await?;
         for scope in &page.items {
             sweep(store, scope, purged, spinner).await?;
         }
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            return Ok(());
-        }
-    }
+        Ok(page.next_cursor)
+    })
+    .await
 }
 
 /// Erases one namespace.

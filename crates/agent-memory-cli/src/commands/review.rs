@@ -67,9 +67,5 @@ pub fn run(job: Job, out: &mut Output) -> CliResult {
         &job.user.user_id,
         job.ttl,
     )?;
-    if out.is_json() {
-        out.json_line(&json!({"url": url, "expires_at": expires_at}))
-    } else {
-        out.line(&url)
-    }
+    out.summary(&url, &json!({"url": url, "expires_at": expires_at}))
 }

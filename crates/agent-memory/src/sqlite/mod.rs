@@ -19,6 +19,9 @@ use self::config::Settings;
 pub use self::config::{SqliteMemoryStoreBuilder, Synchronous};
 use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
+/// The SQL that lays out a new file's tables and triggers, shared with the bench's ceiling.
+#[doc(hidden)]
+pub use self::schema::SCHEMA_SQL;
 use crate::error::{MemoryError, Result};
 use crate::page::{
     ApplicationPage, CursorKind, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage,

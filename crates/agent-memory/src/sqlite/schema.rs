@@ -18,72 +18,79 @@ pub(super) const APPLICATION_ID: i64 = 0x4147_4D45;
 /// layout raises it and migrates files whose version is lower.
 pub(super) const SCHEMA_VERSION: i64 = 2;
 
-/// The records table: one row per record, the whole scope plus the key as its primary key.
-pub(super) const CREATE_RECORDS: &str = "CREATE TABLE memory_records (
-    app_id TEXT NOT NULL COLLATE BINARY,
-    user_id TEXT NOT NULL COLLATE BINARY,
-    namespace TEXT NOT NULL COLLATE BINARY,
-    key TEXT NOT NULL COLLATE BINARY,
-    content TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    source_session TEXT,
-    source_invocation TEXT,
-    source_agent TEXT,
-    revision INTEGER NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    expires_at INTEGER,
-    bytes INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (app_id, user_id, namespace, key)
-) STRICT, WITHOUT ROWID";
+/// The statements that give a new file its tables, usage triggers and revision counter, in
+/// the order they run: `schema.sql`, the one copy of the layout. `create` runs it whole and
+/// `upgrade_in` runs its `usage` parts; the bench's SQLite ceiling builds its scratch file
+/// from it, which is why it is exported (hidden: it is no part of the store's API). It sets
+/// neither `application_id` nor `user_version`: only the store marks a file as its own.
+pub const SCHEMA_SQL: &str = include_str!("schema.sql");
+
+/// The records table alone, for the query-plan tests.
+#[cfg(test)]
+pub(super) const CREATE_RECORDS: &str = part("records");
 
 /// The column version 2 added: what the record is charged for quotas
 /// ([`record_bytes`](crate::quota::record_bytes)), written by `put`. Last, where `ALTER TABLE
 /// ADD COLUMN` puts it when a version 1 file is upgraded.
 const ADD_BYTES: &str = "ALTER TABLE memory_records ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0";
 
-/// What each application user holds: one row per user with at least one record, kept by the
-/// triggers below in the same transaction as every change to `memory_records`, so no writer
-/// (this process or another) can change records without changing the count.
-const CREATE_USAGE: &str = "CREATE TABLE memory_usage (
-    app_id TEXT NOT NULL COLLATE BINARY,
-    user_id TEXT NOT NULL COLLATE BINARY,
-    records INTEGER NOT NULL,
-    bytes INTEGER NOT NULL,
-    PRIMARY KEY (app_id, user_id)
-) STRICT, WITHOUT ROWID";
+/// What each application user holds, one row per user with at least one record.
+const CREATE_USAGE: &str = part("usage");
 
-/// The triggers that keep `memory_usage`. A user's row goes with their last record, so an
-/// erased user leaves nothing behind.
-const CREATE_USAGE_TRIGGERS: &str = "
-CREATE TRIGGER memory_usage_insert AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_usage (app_id, user_id, records, bytes)
-    VALUES (new.app_id, new.user_id, 1, new.bytes)
-    ON CONFLICT (app_id, user_id) DO UPDATE SET
-        records = records + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER memory_usage_update AFTER UPDATE OF bytes ON memory_records BEGIN
-    UPDATE memory_usage SET bytes = bytes - old.bytes + new.bytes
-    WHERE app_id = new.app_id AND user_id = new.user_id;
-END;
-CREATE TRIGGER memory_usage_delete AFTER DELETE ON memory_records BEGIN
-    UPDATE memory_usage SET records = records - 1, bytes = bytes - old.bytes
-    WHERE app_id = old.app_id AND user_id = old.user_id;
-    DELETE FROM memory_usage
-    WHERE app_id = old.app_id AND user_id = old.user_id AND records <= 0;
-END;";
+/// The triggers that keep `memory_usage` in the same transaction as every change to
+/// `memory_records`.
+const CREATE_USAGE_TRIGGERS: &str = part("usage triggers");
 
 /// The names of the usage triggers, for the schema check.
 const USAGE_TRIGGERS: [&str; 3] =
     ["memory_usage_insert", "memory_usage_update", "memory_usage_delete"];
 
-/// Database-wide settings and counters; names no user.
-const CREATE_META: &str = "CREATE TABLE memory_meta (
-    name TEXT NOT NULL PRIMARY KEY,
-    value INTEGER NOT NULL
-) STRICT, WITHOUT ROWID";
+/// The part of [`SCHEMA_SQL`] called `name`: the lines after the line `-- part: {name}` up to
+/// the next part, trimmed. Evaluated at compile time, so a part missing from the file fails
+/// the build.
+const fn part(name: &str) -> &'static str {
+    const MARK: &[u8] = b"\n-- part: ";
+    let mut rest = SCHEMA_SQL.as_bytes();
+    loop {
+        let Some(at) = find(rest, MARK) else { panic!("schema.sql lacks a part") };
+        rest = rest.split_at(at + MARK.len()).1;
+        let (line, after) = rest.split_at(match find(rest, b"\n") {
+            Some(end) => end,
+            None => rest.len(),
+        });
+        if line.len() == name.len() && matches!(find(line, name.as_bytes()), Some(0)) {
+            rest = after;
+            break;
+        }
+    }
+    let end = match find(rest, MARK) {
+        Some(at) => at,
+        None => rest.len(),
+    };
+    match std::str::from_utf8(rest.split_at(end).0.trim_ascii()) {
+        Ok(part) => part,
+        Err(_) => panic!("schema.sql is not UTF-8"),
+    }
+}
 
-/// The meta row holding the last revision handed out.
+/// Where `needle` first stands in `haystack`; a `const fn`, as [`part`] needs.
+const fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at + needle.len() <= haystack.len() {
+        let mut i = 0;
+        while i < needle.len() && haystack[at + i] == needle[i] {
+            i += 1;
+        }
+        if i == needle.len() {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The meta row holding the last revision handed out (the `counters` part of [`SCHEMA_SQL`]
+/// names it too; `check` finds a file without it damaged).
 pub(super) const LAST_REVISION: &str = "last_revision";
 
 /// Expected `(name, declared type, not null, primary key position)` of each column.
@@ -250,11 +257,7 @@ fn ensure_wal(conn: &Connection) -> Result<()> {
 
 fn create(conn: &Connection) -> Result<()> {
     let sql = format!(
-        "{CREATE_RECORDS};
-         {CREATE_META};
-         {CREATE_USAGE};
-         {CREATE_USAGE_TRIGGERS}
-         INSERT INTO memory_meta (name, value) VALUES ('{LAST_REVISION}', 0);
+        "{SCHEMA_SQL}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {SCHEMA_VERSION};"
     );
@@ -322,7 +325,7 @@ fn upgrade_in(conn: &Connection) -> Result<()> {
         }
     }
     let sql = format!(
-        "{CREATE_USAGE};
+        "{CREATE_USAGE}
          INSERT INTO memory_usage (app_id, user_id, records, bytes)
              SELECT app_id, user_id, count(*), sum(bytes) FROM memory_records
              GROUP BY app_id, user_id;

@@ -83,14 +83,33 @@ pub(super) async fn count_only(
     let result = count_application(store, application_id, after, &spinner).await;
     spinner.finish_and_clear();
     let (users, records) = result?;
-    out.summary(
-        &format!(
-            "would copy {} of {}",
-            output::count(records, "record"),
-            output::count(users, "user")
-        ),
-        &json!({"dry_run": true, "users": users, "records": records}),
-    )
+    would_copy(out, None, users, records, None)
+}
+
+/// A dry run's answer: the users and live records a migration would copy, of the application
+/// `app` names, or of all of them (`applications` of them when it says).
+fn would_copy(
+    out: &mut Output,
+    app: Option<&str>,
+    users: u64,
+    records: u64,
+    applications: Option<u64>,
+) -> CliResult {
+    let mut human = format!(
+        "would copy {} of {}",
+        output::count(records, "record"),
+        output::count(users, "user")
+    );
+    let mut value = json!({"dry_run": true, "users": users, "records": records});
+    if let Some(app) = app {
+        human = format!("application {}: {human}", escape_text(app));
+        value["application_id"] = app.into();
+    }
+    if let Some(applications) = applications {
+        human = format!("{human} in {}", output::count(applications, "application"));
+        value["applications"] = applications.into();
+    }
+    out.summary(&human, &value)
 }
 
 /// `migrate --all-apps --dry-run`: per application and in all, the users and live records a
@@ -111,20 +130,7 @@ pub(super) async fn count_all(
                 let first = after.take();
                 let (app_users, app_records) =
                     count_application(store, &app, first.as_deref(), &spinner).await?;
-                out.summary(
-                    &format!(
-                        "application {}: would copy {} of {}",
-                        escape_text(&app),
-                        output::count(app_records, "record"),
-                        output::count(app_users, "user")
-                    ),
-                    &json!({
-                        "application_id": app,
-                        "dry_run": true,
-                        "users": app_users,
-                        "records": app_records,
-                    }),
-                )?;
+                would_copy(out, Some(&app), app_users, app_records, None)?;
                 applications += 1;
                 users += app_users;
                 records += app_records;
@@ -135,20 +141,7 @@ pub(super) async fn count_all(
     .await;
     spinner.finish_and_clear();
     result?;
-    out.summary(
-        &format!(
-            "would copy {} of {} in {}",
-            output::count(records, "record"),
-            output::count(users, "user"),
-            output::count(applications, "application")
-        ),
-        &json!({
-            "dry_run": true,
-            "applications": applications,
-            "users": users,
-            "records": records,
-        }),
-    )
+    would_copy(out, None, users, records, Some(applications))
 }
 
 /// The users after `after` of one application, and their live records.

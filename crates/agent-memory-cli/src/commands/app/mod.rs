@@ -21,7 +21,7 @@ mod pages;
 use migrate::{
     check_target, copy_and_verify, copy_and_verify_all, count_all, count_only, open_target,
 };
-pub use pages::{each_page, IdPages};
+pub use pages::{each_page, every_page, IdPages};
 use pages::{print_ids, APPLICATIONS, USERS};
 
 /// The whole-application commands, as clap parses them.

@@ -145,26 +145,37 @@ where
     F: AsyncFnMut(&MemoryScope, Vec<MemoryRecord>) -> CliResult,
 {
     let mut namespaces = 0u64;
-    let mut namespace_cursor = None;
-    loop {
-        let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(namespace_cursor);
+    every_page(async |request| {
         let page = store.list_namespaces(application_id, user_id, request).await?;
         for scope in &page.items {
             namespaces += 1;
-            let mut cursor = None;
-            loop {
-                let request = PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor);
+            every_page(async |request| {
                 let records = store.list(scope, request).await?;
-                cursor = records.next_cursor;
                 each(scope, records.items).await?;
-                if cursor.is_none() {
-                    break;
-                }
-            }
+                Ok(records.next_cursor)
+            })
+            .await?;
         }
-        namespace_cursor = page.next_cursor;
-        if namespace_cursor.is_none() {
-            return Ok(namespaces);
+        Ok(page.next_cursor)
+    })
+    .await?;
+    Ok(namespaces)
+}
+
+/// Asks `page` for every page of one listing, [`MAX_PAGE_LIMIT`] at a time from the first:
+/// each call gets the next page's request and answers with the cursor the store returned,
+/// until there is none.
+///
+/// # Errors
+/// The first error of `page`.
+pub async fn every_page(
+    mut page: impl AsyncFnMut(PageRequest) -> CliResult<Option<Cursor>>,
+) -> CliResult {
+    let mut cursor = None;
+    loop {
+        cursor = page(PageRequest::new(MAX_PAGE_LIMIT).after_opt(cursor)).await?;
+        if cursor.is_none() {
+            return Ok(());
         }
     }
 }

@@ -51,6 +51,9 @@ const EDITED_BY: &str = "review-page";
 
 type Params = HashMap<String, String>;
 
+/// What a handler answers: its page, or the page a check answered instead.
+type Answer = Result<Response, Response>;
+
 fn params(text: &[u8]) -> Params {
     url::form_urlencoded::parse(text).into_owned().collect()
 }
@@ -277,16 +280,10 @@ pub async fn index(
     State(review): State<Arc<Review>>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
-) -> Response {
-    let session = match session(&review, &headers) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let params = query_params(query);
-    match list_page(&review, &session, &params).await {
-        Ok(markup) => html(StatusCode::OK, &markup),
-        Err(response) => response,
-    }
+) -> Answer {
+    let session = session(&review, &headers)?;
+    let markup = list_page(&review, &session, &query_params(query)).await?;
+    Ok(html(StatusCode::OK, &markup))
 }
 
 async fn list_page(
@@ -419,26 +416,20 @@ pub async fn edit_form(
     State(review): State<Arc<Review>>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
-) -> Response {
-    let session = match session(&review, &headers) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+) -> Answer {
+    let session = session(&review, &headers)?;
     let params = query_params(query);
     let namespace = params.get("ns").cloned().unwrap_or_default();
     let key = params.get("key").cloned().unwrap_or_default();
-    let scope = match scope(&review, &session, &namespace) {
-        Ok(scope) => scope,
-        Err(response) => return response,
-    };
-    match review.store.get(&scope, &key).await {
+    let scope = scope(&review, &session, &namespace)?;
+    Ok(match review.store.get(&scope, &key).await {
         Ok(Some(record)) => {
             let back = page_url(&[("ns", &namespace)]);
             html(StatusCode::OK, &pages::edit(&record, &namespace, &session.csrf, &back))
         }
         Ok(None) => conflict(),
         Err(err) => store_error(&err),
-    }
+    })
 }
 
 /// The fields a record form posts.
@@ -469,28 +460,25 @@ fn record_post(
 
 /// `POST /review/edit`: new content for a record, written only over the revision the form
 /// was made from; metadata and expiry stay, the source says the person edited it.
-pub async fn edit(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn edit(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Answer {
     let form = params(&body);
-    let (target, scope) = match record_post(&review, &headers, &form) {
-        Ok(checked) => checked,
-        Err(response) => return response,
-    };
+    let (target, scope) = record_post(&review, &headers, &form)?;
     // Browsers send textarea line breaks as CRLF.
     let content = form.get("content").map(|c| c.replace("\r\n", "\n")).unwrap_or_default();
     let current = match review.store.get(&scope, &target.key).await {
         Ok(Some(record)) if record.revision == target.revision => record,
         Ok(_) => {
             count("edit_conflict");
-            return conflict();
+            return Err(conflict());
         }
-        Err(err) => return store_error(&err),
+        Err(err) => return Err(store_error(&err)),
     };
     let write = MemoryWrite::new(content)
         .metadata(serde_json::Value::Object(current.metadata))
         .expires_at_opt(current.expires_at)
         .source(Source::default().agent(EDITED_BY))
         .expected_revision(target.revision);
-    match review.store.put(&scope, &target.key, write).await {
+    Ok(match review.store.put(&scope, &target.key, write).await {
         Ok(_) => {
             count("edit");
             Redirect::to(&page_url(&[("ns", &target.namespace), ("done", "saved")])).into_response()
@@ -501,21 +489,14 @@ pub async fn edit(State(review): State<Arc<Review>>, headers: HeaderMap, body: B
             }
             store_error(&err)
         }
-    }
+    })
 }
 
 /// `POST /review/delete`: removes a record, only at the revision the page showed.
-pub async fn delete(
-    State(review): State<Arc<Review>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+pub async fn delete(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Answer {
     let form = params(&body);
-    let (target, scope) = match record_post(&review, &headers, &form) {
-        Ok(checked) => checked,
-        Err(response) => return response,
-    };
-    match review.store.delete(&scope, &target.key, Some(&target.revision)).await {
+    let (target, scope) = record_post(&review, &headers, &form)?;
+    Ok(match review.store.delete(&scope, &target.key, Some(&target.revision)).await {
         Ok(true) => {
             count("delete");
             Redirect::to(&page_url(&[("ns", &target.namespace), ("done", "deleted")]))
@@ -523,46 +504,38 @@ pub async fn delete(
         }
         Ok(false) => conflict(),
         Err(err) => store_error(&err),
-    }
+    })
 }
 
 /// `GET /review/download`: every record of the person, as the CLI's export writes them.
-pub async fn download(State(review): State<Arc<Review>>, headers: HeaderMap) -> Response {
-    let session = match session(&review, &headers) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+pub async fn download(State(review): State<Arc<Review>>, headers: HeaderMap) -> Answer {
+    let session = session(&review, &headers)?;
     count("download");
-    super::download::response(Arc::clone(&review.store), review.app.clone(), session.user_id)
+    Ok(super::download::response(Arc::clone(&review.store), review.app.clone(), session.user_id))
 }
 
 /// `GET /review/erase`: the confirmation step.
-pub async fn erase_form(State(review): State<Arc<Review>>, headers: HeaderMap) -> Response {
-    match session(&review, &headers) {
-        Ok(session) => html(StatusCode::OK, &pages::erase_form(&session.csrf, None)),
-        Err(response) => response,
-    }
+pub async fn erase_form(State(review): State<Arc<Review>>, headers: HeaderMap) -> Answer {
+    let session = session(&review, &headers)?;
+    Ok(html(StatusCode::OK, &pages::erase_form(&session.csrf, None)))
 }
 
 /// `POST /review/erase`: with `ERASE` typed, every record of the person in this application
 /// goes (`delete_user`), the session ends, and the page says how many went and what erasure
 /// reaches.
-pub async fn erase(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn erase(State(review): State<Arc<Review>>, headers: HeaderMap, body: Bytes) -> Answer {
     let form = params(&body);
-    let session = match post_session(&review, &headers, &form) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+    let session = post_session(&review, &headers, &form)?;
     if form.get("confirm").map(|c| c.trim()) != Some("ERASE") {
-        return html(
+        return Err(html(
             StatusCode::BAD_REQUEST,
             &pages::erase_form(
                 &session.csrf,
                 Some("Nothing was erased: type ERASE, in capital letters, to confirm."),
             ),
-        );
+        ));
     }
-    match review.store.delete_user(&review.app, &session.user_id).await {
+    Ok(match review.store.delete_user(&review.app, &session.user_id).await {
         Ok(erased) => {
             count("erase");
             review.sessions.end(&session.key);
@@ -570,7 +543,7 @@ pub async fn erase(State(review): State<Arc<Review>>, headers: HeaderMap, body: 
             with_cookie(page, &cleared_cookie(&review))
         }
         Err(err) => store_error(&err),
-    }
+    })
 }
 
 /// `POST /review/signout`: ends the session and clears the cookie.
@@ -578,12 +551,9 @@ pub async fn sign_out(
     State(review): State<Arc<Review>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> Answer {
     let form = params(&body);
-    let session = match post_session(&review, &headers, &form) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+    let session = post_session(&review, &headers, &form)?;
     review.sessions.end(&session.key);
     count("sign_out");
     let page = html(
@@ -594,7 +564,7 @@ pub async fn sign_out(
             None,
         ),
     );
-    with_cookie(page, &cleared_cookie(&review))
+    Ok(with_cookie(page, &cleared_cookie(&review)))
 }
 
 #[cfg(test)]
