@@ -272,7 +272,9 @@ def open_store(url: str) -> MemoryStore:
     """The unstarted store a URL names: ``memory:``, ``sqlite:PATH``, ``postgres://…``,
     ``redis://…`` or ``redis+cluster://…`` (the same URLs as the CLI's ``--store``)."""
     native = _native.NativeStore.open(url)
-    store = _CLASSES[native.provider].__new__(_CLASSES[native.provider])
+    # A provider without a class of its own here is served by the common base.
+    cls = _CLASSES.get(native.provider, _NativeStore)
+    store = cls.__new__(cls)
     store._native = native
     return store
 
@@ -280,7 +282,7 @@ def open_store(url: str) -> MemoryStore:
 def _core_target(store: MemoryStore) -> object:
     """The object the core calls for ``store``: the native store of the package's own classes
     (not of subclasses, which may override methods), else the store itself."""
-    if type(store) in _CLASSES.values():
+    if type(store) is _NativeStore or type(store) in _CLASSES.values():
         return store._native  # type: ignore[attr-defined]
     return store
 

@@ -266,16 +266,12 @@ impl NativeStore {
     #[staticmethod]
     fn open(py: Python<'_>, url: &str) -> PyResult<Self> {
         let store = agent_memory::open(url).map_err(|e| to_py(py, e))?;
-        let provider = match url.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase()) {
-            Some(s) if s == "memory" => "memory",
-            Some(s) if s == "sqlite" => "sqlite",
-            Some(s) if s.starts_with("postgres") => "postgres",
-            _ => "redis",
-        };
+        // `open` succeeded, so the URL names a registered provider.
+        let provider = agent_memory::provider::registration(url).map_or("unknown", |p| p.name);
         Ok(Self { store, provider })
     }
 
-    /// `memory`, `sqlite`, `postgres` or `redis`.
+    /// The provider's registered name: `memory`, `sqlite`, `postgres` or `redis`.
     #[getter]
     fn provider(&self) -> &'static str {
         self.provider

@@ -80,8 +80,8 @@ macro_rules! opener {
     }};
 }
 
-/// Every provider of this crate, built or not. A new provider is one line here (and its folder,
-/// its `mod` line in `lib.rs` and its feature in `Cargo.toml`).
+/// Every provider of this crate, built or not. A new provider is one entry here, besides its
+/// folder, its `mod` line in `lib.rs` and its feature in `Cargo.toml` (see CONTRIBUTING.md).
 const PROVIDERS: &[Registration] = &[
     Registration {
         name: "sqlite",
