@@ -69,84 +69,34 @@ impl<S: MemoryStore> Telemetry for Observed<S> {
     }
 }
 
+/// Each listed operation of [`Backend`], run by the inner store's [`MemoryStore`] method of
+/// the same name and arguments.
+macro_rules! forward {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+        $(
+            async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
+                self.inner.$name($($arg),*).await
+            }
+        )*
+    };
+}
+
 impl<S: MemoryStore> Backend for Observed<S> {
-    async fn start(&self) -> Result<()> {
-        self.inner.start().await
-    }
-
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
-    }
-
-    async fn put(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        write: MemoryWrite,
-    ) -> Result<MemoryRecord> {
-        self.inner.put(scope, key, write).await
-    }
-
-    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
-        self.inner.get(scope, key).await
-    }
-
-    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        self.inner.list(scope, page).await
-    }
-
-    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
-        self.inner.list_keys(scope, page).await
-    }
-
-    async fn search(
-        &self,
-        scope: &MemoryScope,
-        query: &str,
-        page: PageRequest,
-    ) -> Result<MemoryPage> {
-        self.inner.search(scope, query, page).await
-    }
-
-    async fn delete(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        expected_revision: Option<&Revision>,
-    ) -> Result<bool> {
-        self.inner.delete(scope, key, expected_revision).await
-    }
-
-    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        self.inner.delete_all(scope).await
-    }
-
-    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
-        self.inner.delete_user(application_id, user_id).await
-    }
-
-    async fn list_namespaces(
-        &self,
-        application_id: &str,
-        user_id: &str,
-        page: PageRequest,
-    ) -> Result<NamespacePage> {
-        self.inner.list_namespaces(application_id, user_id, page).await
-    }
-
-    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
-        self.inner.list_users(application_id, page).await
-    }
-
-    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
-        self.inner.list_applications(page).await
-    }
-
-    async fn purge_expired(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> Result<MemoryCleanupPage> {
-        self.inner.purge_expired(scope, page).await
+    forward! {
+        fn start(&self) -> ();
+        fn close(&self) -> ();
+        fn put(&self, scope: &MemoryScope, key: &str, write: MemoryWrite) -> MemoryRecord;
+        fn get(&self, scope: &MemoryScope, key: &str) -> Option<MemoryRecord>;
+        fn list(&self, scope: &MemoryScope, page: PageRequest) -> MemoryPage;
+        fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> KeyInfoPage;
+        fn search(&self, scope: &MemoryScope, query: &str, page: PageRequest) -> MemoryPage;
+        fn delete(&self, scope: &MemoryScope, key: &str, expected: Option<&Revision>) -> bool;
+        fn delete_all(&self, scope: &MemoryScope) -> u64;
+        fn delete_user(&self, application_id: &str, user_id: &str) -> u64;
+        fn list_namespaces(&self, application_id: &str, user_id: &str, page: PageRequest)
+            -> NamespacePage;
+        fn list_users(&self, application_id: &str, page: PageRequest) -> UserPage;
+        fn list_applications(&self, page: PageRequest) -> ApplicationPage;
+        fn purge_expired(&self, scope: &MemoryScope, page: PageRequest) -> MemoryCleanupPage;
     }
 }
