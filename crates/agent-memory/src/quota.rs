@@ -11,6 +11,35 @@ use crate::error::{MemoryError, Result};
 use crate::record::{Metadata, Source};
 use crate::validation::compact_json_len;
 
+/// The three quota methods every provider's builder has (`max_records_per_user`,
+/// `max_bytes_per_user`, `quotas`), setting the [`Quotas`] at the builder's field path.
+macro_rules! quota_setters {
+    ($($field:ident).+) => {
+        /// The most records one application user may hold, every namespace and expired
+        /// records included (default: no limit; at least 1). See [Quotas](crate#quotas). URL
+        /// parameter `max_records_per_user`.
+        pub fn max_records_per_user(mut self, records: u64) -> Self {
+            self.$($field).+ = self.$($field).+.max_records_per_user(records);
+            self
+        }
+
+        /// The most bytes one application user may hold, counted by
+        /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
+        /// parameter `max_bytes_per_user`.
+        pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
+            self.$($field).+ = self.$($field).+.max_bytes_per_user(bytes);
+            self
+        }
+
+        /// Sets both limits at once from `quotas`.
+        pub fn quotas(mut self, quotas: $crate::quota::Quotas) -> Self {
+            self.$($field).+ = quotas;
+            self
+        }
+    };
+}
+pub(crate) use quota_setters;
+
 /// The URL parameter and builder method that limits how many records a user holds.
 pub const MAX_RECORDS_PER_USER: &str = "max_records_per_user";
 /// The URL parameter and builder method that limits how many bytes a user holds.

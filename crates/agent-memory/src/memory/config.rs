@@ -30,25 +30,7 @@ impl InMemoryStoreBuilder {
         self
     }
 
-    /// Sets both limits at once from `quotas` (see [`Quotas`]).
-    pub fn quotas(mut self, quotas: Quotas) -> Self {
-        self.quotas = quotas;
-        self
-    }
-
-    /// The most records one application user may hold (default: no limit; at least 1). See
-    /// [Quotas](crate#quotas).
-    pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.quotas = self.quotas.max_records_per_user(records);
-        self
-    }
-
-    /// The most bytes one application user may hold, counted by
-    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
-    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.quotas = self.quotas.max_bytes_per_user(bytes);
-        self
-    }
+    crate::quota::quota_setters!(quotas);
 
     /// The unstarted store.
     ///

@@ -359,25 +359,7 @@ impl RedisMemoryStoreBuilder {
         self
     }
 
-    /// The most records one application user may hold, every namespace and expired records
-    /// included (default: no limit; at least 1). See [Quotas](crate#quotas).
-    pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.options.common.quotas = self.options.common.quotas.max_records_per_user(records);
-        self
-    }
-
-    /// The most bytes one application user may hold, counted by
-    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1).
-    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.options.common.quotas = self.options.common.quotas.max_bytes_per_user(bytes);
-        self
-    }
-
-    /// Sets both limits at once from `quotas`.
-    pub fn quotas(mut self, quotas: crate::quota::Quotas) -> Self {
-        self.options.common.quotas = quotas;
-        self
-    }
+    crate::quota::quota_setters!(options.common.quotas);
 
     /// Most index entries one `list` call inspects to skip expired records (default 1,000; at
     /// least 101, so a page of live records always fits).

@@ -17,7 +17,6 @@ use super::SqliteMemoryStore;
 use crate::connection_url::ConnectionUrl;
 use crate::error::{MemoryError, Result};
 use crate::provider::CommonOptions;
-use crate::quota::Quotas;
 use crate::time::{Clock, SystemClock};
 
 /// Default time a writer waits for another connection's write lock.
@@ -229,27 +228,7 @@ impl SqliteMemoryStoreBuilder {
         self
     }
 
-    /// The most records one application user may hold, every namespace and expired records
-    /// included (default: no limit; at least 1). See [Quotas](crate#quotas). URL parameter
-    /// `max_records_per_user`.
-    pub fn max_records_per_user(mut self, records: u64) -> Self {
-        self.settings.common.quotas = self.settings.common.quotas.max_records_per_user(records);
-        self
-    }
-
-    /// The most bytes one application user may hold, counted by
-    /// [`record_bytes`](crate::quota::record_bytes) (default: no limit; at least 1). URL
-    /// parameter `max_bytes_per_user`.
-    pub fn max_bytes_per_user(mut self, bytes: u64) -> Self {
-        self.settings.common.quotas = self.settings.common.quotas.max_bytes_per_user(bytes);
-        self
-    }
-
-    /// Sets both limits at once from `quotas`.
-    pub fn quotas(mut self, quotas: Quotas) -> Self {
-        self.settings.common.quotas = quotas;
-        self
-    }
+    crate::quota::quota_setters!(settings.common.quotas);
 
     /// The unstarted store.
     ///
@@ -505,7 +484,7 @@ mod tests {
         assert_eq!(settings("sqlite:m.db?mmap_size=65536").mmap_bytes, 65_536);
         assert_eq!(
             settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").common.quotas,
-            Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
+            crate::quota::Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
         );
         let all = settings(
             "sqlite:m.db?mode=ro&synchronous=full&readers=1&busy_timeout=1\
