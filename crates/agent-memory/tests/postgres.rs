@@ -6,6 +6,9 @@
 //! for this process; the restart test starts its own.
 
 mod support {
+    pub mod fixture;
+    pub mod leaks;
+    pub mod pg;
     pub mod search_options;
 }
 
@@ -19,54 +22,22 @@ use agent_memory::{
 };
 use agent_memory_testkit::postgres::{shared_url, PostgresServer};
 use serde_json::json;
+use support::leaks::error_text;
+use support::pg::{connect, unique};
 use support::search_options::drain;
-use tokio_postgres::NoTls;
-
-fn pooled_store() -> PostgresMemoryStore {
-    PostgresMemoryStore::builder(&shared_url())
-        .expect("a valid URL")
-        .min_connections(1)
-        .max_connections(4)
-        .build()
-        .expect("a valid configuration")
-}
 
 async fn store() -> Fixture {
     // Two stores with their own pools on one table: two replicas of a service.
-    Fixture::new(Arc::new(pooled_store())).with_replica(Arc::new(pooled_store())).with_quotas(
-        |quotas| {
-            let store = PostgresMemoryStore::builder(&shared_url())
-                .expect("a valid URL")
-                .min_connections(1)
-                .max_connections(4)
-                .quotas(quotas)
-                .build()
-                .expect("a valid configuration");
-            Arc::new(store)
-        },
-    )
+    let url = with_param(&shared_url(), "min_connections=1&max_connections=4");
+    support::fixture::from_url(url, PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-/// A fresh name, so tests sharing the server never share a table.
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
 
 /// `url` with a driver parameter appended.
 fn with_param(url: &str, param: &str) -> String {
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}{param}")
-}
-
-/// A plain driver connection, for inspecting and disturbing the server.
-async fn raw(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
 }
 
 fn scope(app: &str, user: &str) -> MemoryScope {
@@ -139,7 +110,7 @@ async fn open_builds_a_store_from_a_url_and_refuses_work_outside_start_and_close
     store.close().await.expect("close is idempotent");
     let after = store.get(&s, "k").await.unwrap_err();
     assert!(after.is_storage(), "{after}");
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
     admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
 }
 
@@ -174,7 +145,7 @@ async fn replicas_starting_together_create_the_schema_once_and_record_its_versio
     let read = stores[7].get(&s, "k").await.expect("get").expect("present");
     assert_eq!(read.content, "from replica 0");
 
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
     let qualified = format!("\"{schema}\".\"{table}\"");
     let row = admin
         .query_one(
@@ -210,7 +181,7 @@ async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differe
             .build()
             .expect("config")
     };
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
 
     // Missing table: no DDL runs, start fails and says why.
     let err = build().start().await.unwrap_err();
@@ -271,7 +242,7 @@ async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differe
 #[tokio::test]
 async fn a_version_1_table_is_upgraded_with_its_usage_counted() {
     let table = unique("upgrade");
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
     admin
         .batch_execute(&format!(
             "CREATE TABLE public.\"{table}\" (
@@ -403,7 +374,7 @@ async fn search_inspects_a_bounded_number_of_keys_per_call() {
     assert!(underscore.items.is_empty());
 
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -423,7 +394,7 @@ async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_statement(
     let s = scope("app", "user-1");
     support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -459,7 +430,7 @@ async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
     let all = store.list(&s, PageRequest::new(100)).await.expect("list");
     assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -495,7 +466,7 @@ async fn the_words_of_a_query_share_the_byte_budget() {
     // 100 bytes a record: four per call for one needle, two for two.
     assert_eq!((phrase_calls, word_calls), (2, 4));
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -534,7 +505,7 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
     }
     assert_eq!(deleted, 5);
     assert_eq!(calls, 4, "10 keys at 3 per call");
-    let left = raw(&shared_url())
+    let left = connect(&shared_url())
         .await
         .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
         .await
@@ -542,7 +513,7 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
         .get::<_, i64>(0);
     assert_eq!(left, 5);
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -589,7 +560,7 @@ async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
     let paged = store.search(&s, &query, PageRequest::new(1)).await.expect("search");
     assert!(paged.items.is_empty() && paged.next_cursor.is_some());
     store.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await
@@ -618,8 +589,8 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&kept, "k0", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row, so the third batch blocks; kill it there.
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
     lock_user_record(&locker, &table, "notes", "k4").await;
     let erasing = {
         let (store, s) = (Arc::clone(&store), s.clone());
@@ -672,8 +643,8 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&other, "k", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row in batch order, so the fifth batch blocks; kill it there.
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
     lock_user_record(&locker, &table, "ns2", "k2").await;
     let erasing = {
         let store = Arc::clone(&store);
@@ -720,8 +691,8 @@ async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_reco
     let s = scope("app", "user-1");
     store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
 
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
     lock_row(&locker, &table, "app", "k").await;
     let writing = {
         let store = Arc::clone(&store);
@@ -776,8 +747,8 @@ async fn a_server_restart_fails_the_operation_in_flight_and_the_pool_recovers() 
     let s = scope("app", "user-1");
     store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
 
-    let admin = raw(&server.url()).await;
-    let locker = raw(&server.url()).await;
+    let admin = connect(&server.url()).await;
+    let locker = connect(&server.url()).await;
     lock_row(&locker, agent_memory::postgres::DEFAULT_TABLE, "app", "k").await;
     let writing = {
         let store = Arc::clone(&store);
@@ -850,16 +821,9 @@ async fn errors_and_debug_output_never_show_the_password() {
     assert!(!format!("{store:?}").contains(password));
     let err = store.start().await.unwrap_err();
     assert!(err.is_storage(), "{err}");
-    let mut texts = vec![err.to_string(), format!("{err:?}")];
-    let mut source = std::error::Error::source(&err);
-    while let Some(inner) = source {
-        texts.push(inner.to_string());
-        source = inner.source();
-    }
-    for text in &texts {
-        assert!(!text.contains(password), "leaked in {text}");
-        assert!(!text.contains(&url), "leaked the URL in {text}");
-    }
+    let text = error_text(&err);
+    assert!(!text.contains(password), "leaked in {text}");
+    assert!(!text.contains(&url), "leaked the URL in {text}");
     let bad = agent_memory::open(&format!("postgres://u:{password}@host:port/db")).unwrap_err();
     assert!(bad.is_invalid());
     assert!(!bad.to_string().contains(password));
@@ -927,7 +891,7 @@ async fn two_replicas_see_each_other_and_race_compare_and_set_correctly() {
 
     a.close().await.expect("close");
     b.close().await.expect("close");
-    raw(&shared_url())
+    connect(&shared_url())
         .await
         .batch_execute(&format!("DROP TABLE public.\"{table}\""))
         .await

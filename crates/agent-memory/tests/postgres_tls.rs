@@ -7,17 +7,20 @@
 //! password.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod leaks;
+    pub mod pg;
 }
-
-use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
 use agent_memory::postgres::SslMode;
-use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, PostgresMemoryStore};
+use agent_memory::{MemoryError, MemoryStore, MemoryWrite, PostgresMemoryStore};
 use agent_memory_testkit::postgres::{shared_tls_server, shared_url, PASSWORD_ROLE};
 use agent_memory_testkit::tls::{shared_certs, CLIENT_NAME};
-use tokio_postgres::NoTls;
+use support::apps::fresh_scope;
+use support::leaks::error_text;
+use support::pg::{connect, unique};
 
 /// `postgres://postgres@HOST:PORT/postgres?QUERY` on the TLS server.
 fn tls_url(host: &str, query: &str) -> String {
@@ -32,43 +35,14 @@ fn verify_full() -> String {
 
 async fn store() -> Fixture {
     let url = tls_url("127.0.0.1", &format!("{}&max_connections=4", verify_full()));
-    let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"));
-    // Two stores with their own pools: two replicas of a service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"))
-    })
+    support::fixture::from_url(url, PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
 
-fn scope() -> MemoryScope {
-    MemoryScope::new(format!("pg-tls-{}", uuid::Uuid::new_v4().simple()), "user").unwrap()
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-/// Every message in an error's chain, for checks that nothing private leaks.
-fn chain(err: &MemoryError) -> String {
-    let mut text = format!("{err} | {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(inner) = source {
-        text.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    text
-}
-
 /// A plain admin connection to the TLS server, for checking what the store's sessions use.
 async fn admin() -> tokio_postgres::Client {
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", shared_tls_server().port());
-    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    connect(&format!("postgres://postgres@127.0.0.1:{}/postgres", shared_tls_server().port())).await
 }
 
 /// Starts a store on `url` (tagged with a fresh `application_name`), writes and reads one
@@ -78,7 +52,7 @@ async fn round_trip_encrypted(url: &str) -> Result<bool, MemoryError> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let store = PostgresMemoryStore::from_url(&format!("{url}{separator}application_name={name}"))?;
     store.start().await?;
-    let s = scope();
+    let s = fresh_scope("pg-tls", "user");
     store.put(&s, "k", MemoryWrite::new("over the wire")).await?;
     assert_eq!(store.get(&s, "k").await?.expect("present").content, "over the wire");
     let row = admin()
@@ -243,7 +217,7 @@ async fn a_client_certificate_logs_in_where_the_server_requires_one() {
     // Without the certificate the server refuses the role (pg_hba `cert`).
     let err = start_error(&base).await;
     assert!(err.is_storage(), "{err}");
-    assert!(chain(&err).contains("certificate"), "{}", chain(&err));
+    assert!(error_text(&err).contains("certificate"), "{}", error_text(&err));
 }
 
 #[tokio::test]
@@ -280,7 +254,7 @@ async fn no_password_shows_in_errors_or_debug_output_of_a_tls_store() {
     let store = PostgresMemoryStore::from_url(&url).unwrap();
     assert!(!format!("{store:?}").contains(password));
     let err = store.start().await.unwrap_err();
-    assert!(!chain(&err).contains(password), "{}", chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 }
 
 #[tokio::test]
@@ -305,10 +279,10 @@ async fn a_console_url_with_a_password_and_channel_binding_works_unchanged() {
         shared_tls_server().port(),
         unique("console")
     );
-    assert!(round_trip_encrypted(&url).await.unwrap_or_else(|err| panic!("{}", chain(&err))));
+    assert!(round_trip_encrypted(&url).await.unwrap_or_else(|err| panic!("{}", error_text(&err))));
     // Without TLS the server refuses the role, and channel binding cannot be had anyway.
     let plain = url.replace("sslmode=require", "sslmode=disable");
     let err = start_error(&plain).await;
     assert!(err.is_storage());
-    assert!(!chain(&err).contains(password), "{}", chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 }

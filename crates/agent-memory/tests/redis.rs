@@ -2,12 +2,13 @@
 //! server, plus erasure, durability and fault tests on servers of their own.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod leaks;
     pub mod search_options;
 }
 
 use std::collections::HashMap;
-use std::error::Error as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,39 +19,20 @@ use agent_memory::{
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
 use serde_json::json;
+use support::apps::{fresh_app, fresh_scope};
+use support::leaks::error_text;
 use support::search_options::drain;
 
 async fn store() -> Fixture {
-    let url = shared_url();
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
-    // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"))
-    })
+    support::fixture::from_url(shared_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn app() -> String {
-    format!("redis-test-{}", uuid::Uuid::new_v4().simple())
-}
 
 async fn started(url: &str) -> RedisMemoryStore {
     let store = RedisMemoryStore::from_url(url).expect("a valid URL");
     store.start().await.expect("the store starts");
     store
-}
-
-/// Every message in an error's chain, for checks that nothing private leaks.
-fn error_chain(err: &MemoryError) -> String {
-    let mut text = format!("{err} | {err:?}");
-    let mut source = err.source();
-    while let Some(inner) = source {
-        text.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +41,7 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     let store =
         RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(3).build().unwrap();
     store.start().await.unwrap();
-    let app = app();
+    let app = fresh_app("redis-test");
 
     // Another user of the same application, and the same user id in another application.
     let other = MemoryScope::new(&app, "other").unwrap();
@@ -122,7 +104,7 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
 async fn records_from_before_usage_was_kept_are_counted_once() {
     let server = RedisServer::start();
     let plain = started(&server.url()).await;
-    let user = MemoryScope::new(app(), "legacy").unwrap();
+    let user = fresh_scope("redis-test", "legacy");
     let notes = user.with_namespace("notes").unwrap();
     let source = agent_memory::Source { agent: Some("bot \"1\"".into()), ..Default::default() };
     let metadata = serde_json::json!({"k": [1, "é"]});
@@ -172,7 +154,7 @@ async fn records_from_before_usage_was_kept_are_counted_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revisions_are_not_reused_after_the_user_is_erased() {
     let store = started(&shared_url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.push(store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap().revision);
@@ -199,7 +181,7 @@ async fn search_scans_a_bounded_number_of_keys_per_call() {
         .build()
         .unwrap();
     store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     for i in 0..35 {
         let content = if i % 17 == 16 { "needle here" } else { "hay" };
         store.put(&scope, &format!("k{i:02}"), MemoryWrite::new(content)).await.unwrap();
@@ -235,7 +217,7 @@ async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
     let store =
         RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(250).build().unwrap();
     store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let query = format!("{}needle", "y".repeat(20));
     for n in 0..10 {
         // Every record holds the query's first 16 bytes; only key-07 holds all of it.
@@ -269,7 +251,7 @@ async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_script() {
     let store =
         RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(3).build().unwrap();
     store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
+    let s = fresh_scope("redis-test", "user");
     support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
 }
 
@@ -278,7 +260,7 @@ async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
     let store =
         RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(4).build().unwrap();
     store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
+    let s = fresh_scope("redis-test", "user");
     for i in 0..20 {
         let write = MemoryWrite::new("x").metadata(json!({"pinned": i % 7 == 5}));
         store.put(&s, &format!("n/{i:02}"), write).await.unwrap();
@@ -302,7 +284,7 @@ async fn the_words_of_a_query_share_the_byte_budget() {
     let store =
         RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(400).build().unwrap();
     store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
+    let s = fresh_scope("redis-test", "user");
     for i in 0..8 {
         let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
         store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.unwrap();
@@ -329,7 +311,7 @@ async fn erase_batches_larger_than_lua_can_unpack_still_erase() {
         RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(10_000).build().unwrap();
     store.start().await.unwrap();
     let store = Arc::new(store);
-    let app = app();
+    let app = fresh_app("redis-test");
     let user = MemoryScope::new(&app, "many").unwrap();
     let notes = user.with_namespace("notes").unwrap();
     // 10,050 records in one namespace (more than Lua's unpack takes at once), 20 in another.
@@ -366,7 +348,7 @@ async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durabili
         RedisMemoryStore::builder(&server.url()).unwrap().require_durable(true).build().unwrap();
     let err = strict.start().await.expect_err("require_durable refuses a non-durable server");
     assert!(err.is_storage(), "{err}");
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let err = strict.get(&scope, "k").await.expect_err("not started");
     assert!(err.is_storage());
 
@@ -397,7 +379,7 @@ async fn start_accepts_a_durable_server_when_durability_is_required() {
             .unwrap();
         store.start().await.expect("a durable server is accepted");
         assert!(store.durability().unwrap().is_durable());
-        let scope = MemoryScope::new(app(), "user").unwrap();
+        let scope = fresh_scope("redis-test", "user");
         store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
         store.close().await.unwrap();
         assert!(store.get(&scope, "k").await.unwrap_err().is_storage(), "closed");
@@ -408,7 +390,7 @@ async fn start_accepts_a_durable_server_when_durability_is_required() {
 async fn a_killed_connection_fails_the_operation_in_flight_and_recovers() {
     let server = RedisServer::start();
     let store = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     store.put(&scope, "before", MemoryWrite::new("v")).await.unwrap();
 
     // Hold a write in flight: the server parks it while clients are paused for writes.
@@ -454,7 +436,7 @@ where
 async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always() {
     let mut server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let store = Arc::new(started(&server.url()).await);
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let stop_at = Instant::now() + Duration::from_millis(2500);
     let mut tasks = Vec::new();
     for worker in 0..8 {
@@ -514,7 +496,7 @@ async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always()
 async fn scripts_reload_by_themselves_after_the_server_forgets_them() {
     let server = RedisServer::start();
     let store = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(server.cli(&["SCRIPT", "FLUSH"]), "OK");
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
@@ -527,7 +509,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     let server = RedisServer::start_with(&["--requirepass", password]);
     assert!(server.url().contains(password));
     let ok = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     ok.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert!(!format!("{ok:?}").contains(password));
 
@@ -535,7 +517,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     let store = RedisMemoryStore::from_url(&wrong).unwrap();
     let err = store.start().await.expect_err("wrong password");
     assert!(err.is_storage());
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
     assert!(!format!("{store:?}").contains(password));
     let builder = RedisMemoryStore::builder(&wrong).unwrap();
     assert!(!format!("{builder:?}").contains(password));
@@ -543,11 +525,11 @@ async fn errors_and_debug_output_never_show_the_password() {
     let unreachable = format!("redis://:{password}@127.0.0.1:1");
     let err = started_err(&unreachable).await;
     assert!(err.is_storage());
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 
     let cluster = format!("redis+cluster://:{password}@127.0.0.1:1,127.0.0.1:2");
     let err = started_err(&cluster).await;
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 
     for bad in [
         format!("rediss://:{password}@127.0.0.1:6379?cacert=/nonexistent/ca.pem"),
@@ -575,7 +557,7 @@ async fn open_takes_a_redis_url() {
     let store = agent_memory::open(&shared_url()).unwrap();
     store.start().await.unwrap();
     store.start().await.expect("start is idempotent");
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let written = store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap(), written);
     store.close().await.unwrap();
@@ -592,7 +574,7 @@ async fn the_user_index_follows_first_writes_and_erasure() {
     let store =
         RedisMemoryStore::builder(&server.url()).unwrap().max_bytes_per_user(200).build().unwrap();
     store.start().await.unwrap();
-    let app = app();
+    let app = fresh_app("redis-test");
     let index = format!("am:{{{:02x}{}}}:u", app.len(), hex(&app));
     let members = |server: &RedisServer| server.cli(&["ZRANGE", &index, "0", "-1"]);
 

@@ -2,31 +2,22 @@
 //! a shared cluster, plus erasure and reconnection on a cluster of its own.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
 }
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::{shared_cluster_url, RedisCluster};
+use support::apps::{fresh_app, fresh_scope};
 
 async fn store() -> Fixture {
-    let url = shared_cluster_url();
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
-    // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"))
-    })
+    support::fixture::from_url(shared_cluster_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn app() -> String {
-    format!("redis-cluster-test-{}", uuid::Uuid::new_v4().simple())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_on_any_master() {
@@ -35,7 +26,7 @@ async fn delete_user_leaves_no_key_behind_on_any_master() {
         RedisMemoryStore::builder(&cluster.url()).unwrap().erase_batch_size(4).build().unwrap();
     store.start().await.unwrap();
     assert_eq!(store.durability().unwrap().nodes(), 3, "every master was inspected");
-    let app = app();
+    let app = fresh_app("redis-cluster-test");
     // Users spread over the masters.
     let others: Vec<MemoryScope> =
         (0..20).map(|i| MemoryScope::new(&app, format!("other-{i}")).unwrap()).collect();
@@ -75,7 +66,7 @@ async fn killed_connections_fail_then_recover_on_a_cluster() {
     // 3 * (2/3)^64): the recovery loop below must touch every killed connection, or the
     // NOSCRIPT phase would meet a dead one and test the wrong thing.
     let scopes: Vec<MemoryScope> =
-        (0..64).map(|i| MemoryScope::new(app(), format!("user-{i}")).unwrap()).collect();
+        (0..64).map(|i| fresh_scope("redis-cluster-test", &format!("user-{i}"))).collect();
     for scope in &scopes {
         store.put(scope, "k", MemoryWrite::new("v")).await.unwrap();
     }
@@ -118,7 +109,7 @@ async fn open_takes_the_cluster_url_form() {
     assert!(url.starts_with("redis+cluster://"));
     let store = agent_memory::open(&url).unwrap();
     store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap().with_namespace("n").unwrap();
+    let scope = fresh_scope("redis-cluster-test", "user").with_namespace("n").unwrap();
     let written = store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap(), written);
     let page = store.list_namespaces(scope.application_id(), "user", PageRequest::default());
