@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::fmt::Debug;
 
+use crate::conformance::Harness;
 use crate::error::{MemoryError, Result};
 use crate::page::{ApplicationPage, Cursor, MemoryPage, PageRequest};
 use crate::provider::application_cursor;
@@ -365,6 +366,19 @@ pub(crate) fn assert_distinct(revisions: &[Revision], what: &str) {
         revisions.len(),
         "{what}: a revision was issued twice for the same key: {revisions:?}"
     );
+}
+
+/// Writes `content` at `key` expiring at [`Harness::soon`], panicking on an error.
+pub(crate) async fn put_expiring(
+    h: &Harness,
+    scope: &MemoryScope,
+    key: &str,
+    content: &str,
+) -> MemoryRecord {
+    h.store()
+        .put(scope, key, MemoryWrite::new(content).expires_at(h.soon()))
+        .await
+        .unwrap_or_else(|e| panic!("put({key:?}) with expiry failed: {e:?}"))
 }
 
 /// Reads `key`, panicking on an error.
