@@ -14,17 +14,15 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{
-    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
-    RedisMemoryStore, Timestamp,
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore, Timestamp,
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
-use serde_json::json;
 use support::apps::{fresh_app, fresh_scope};
+use support::fixture::{from_url, with_param};
 use support::leaks::error_text;
-use support::search_options::drain;
 
 async fn store() -> Fixture {
-    support::fixture::from_url(shared_url(), RedisMemoryStore::from_url)
+    from_url(shared_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
@@ -38,9 +36,7 @@ async fn started(url: &str) -> RedisMemoryStore {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(3).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&server.url(), "erase_batch_size=3")).await;
     let app = fresh_app("redis-test");
 
     // Another user of the same application, and the same user id in another application.
@@ -171,9 +167,10 @@ async fn revisions_are_not_reused_after_the_user_is_erased() {
     assert!(matches!(err, Err(MemoryError::Conflict { .. })));
 }
 
+/// With the lowest list budget there is (one more than the largest page) and a search budget
+/// below a page, `list` still fills its pages: its budget never drops below a page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn search_scans_a_bounded_number_of_keys_per_call() {
-    // The lowest list budget there is: one more than the largest page.
+async fn list_fills_its_pages_with_the_lowest_list_budget() {
     let store = RedisMemoryStore::builder(&shared_url())
         .unwrap()
         .search_scan_limit(10)
@@ -186,130 +183,29 @@ async fn search_scans_a_bounded_number_of_keys_per_call() {
         let content = if i % 17 == 16 { "needle here" } else { "hay" };
         store.put(&scope, &format!("k{i:02}"), MemoryWrite::new(content)).await.unwrap();
     }
-    let first = store.search(&scope, "needle", PageRequest::new(5)).await.unwrap();
-    assert!(first.items.is_empty(), "only k00..k09 were inspected");
-    assert!(first.next_cursor.is_some());
-    let mut found = Vec::new();
-    let mut calls = 0;
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&scope, "needle", PageRequest::new(5).after_opt(cursor.take()))
-            .await
-            .unwrap();
-        calls += 1;
-        found.extend(page.items.into_iter().map(|r| r.key));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    assert_eq!(found, ["k16", "k33"]);
-    assert!(calls >= 4, "35 keys at 10 per call take at least 4 calls, took {calls}");
-    // list fills its pages (its scan budget never drops below a page).
     let page = store.list(&scope, PageRequest::new(100)).await.unwrap();
     assert_eq!(page.items.len(), 35);
     assert!(page.next_cursor.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(250).build().unwrap();
-    store.start().await.unwrap();
-    let scope = fresh_scope("redis-test", "user");
-    let query = format!("{}needle", "y".repeat(20));
-    for n in 0..10 {
-        // Every record holds the query's first 16 bytes; only key-07 holds all of it.
-        let content = if n == 7 {
-            format!("{query}{}", "x".repeat(74))
-        } else {
-            format!("{}{}", "y".repeat(20), "x".repeat(80))
-        };
-        store.put(&scope, &format!("key-{n:02}"), MemoryWrite::new(content)).await.unwrap();
-    }
-    let mut calls = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&scope, &query, PageRequest::new(10).after_opt(cursor.take()))
-            .await
-            .unwrap();
-        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
-    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
-    assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_script() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(3).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&shared_url(), "search_scan_limit=3")).await;
     let s = fresh_scope("redis-test", "user");
     support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(4).build().unwrap();
-    store.start().await.unwrap();
-    let s = fresh_scope("redis-test", "user");
-    for i in 0..20 {
-        let write = MemoryWrite::new("x").metadata(json!({"pinned": i % 7 == 5}));
-        store.put(&s, &format!("n/{i:02}"), write).await.unwrap();
-    }
-    store.put(&s, "z", MemoryWrite::new("x").metadata(json!({"pinned": true}))).await.unwrap();
-    let pinned = MetadataFilter::new().field("pinned", true);
-    let request = || PageRequest::new(10).prefix("n/").metadata(pinned.clone());
-    let first = store.list(&s, request()).await.unwrap();
-    assert!(first.items.is_empty(), "n/00..n/03 hold no pinned record");
-    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
-    let (keys, calls) = drain(|after| store.list(&s, request().after_opt(after))).await;
-    assert_eq!(keys, ["n/05", "n/12", "n/19"]);
-    assert!(calls >= 5, "20 keys at 4 per call, took {calls}");
-    // Without a filter, list keeps its own budget and fills its page.
-    let all = store.list(&s, PageRequest::new(100)).await.unwrap();
-    assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_words_of_a_query_share_the_byte_budget() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(400).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&shared_url(), "search_scan_bytes=400")).await;
     let s = fresh_scope("redis-test", "user");
-    for i in 0..8 {
-        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
-        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.unwrap();
-    }
-    let (keys, phrase_calls) = drain(|after| {
-        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    let (keys, word_calls) = drain(|after| {
-        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
-        store.search(&s, "alpha beta", request)
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    // 100 bytes a record: four per call for one needle, two for two.
-    assert_eq!((phrase_calls, word_calls), (2, 4));
+    support::search_options::the_words_of_a_query_share_the_byte_budget(&store, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erase_batches_larger_than_lua_can_unpack_still_erase() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(10_000).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&server.url(), "erase_batch_size=10000")).await;
     let store = Arc::new(store);
     let app = fresh_app("redis-test");
     let user = MemoryScope::new(&app, "many").unwrap();
@@ -571,9 +467,7 @@ async fn open_takes_a_redis_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_index_follows_first_writes_and_erasure() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().max_bytes_per_user(200).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&server.url(), "max_bytes_per_user=200")).await;
     let app = fresh_app("redis-test");
     let index = format!("am:{{{:02x}{}}}:u", app.len(), hex(&app));
     let members = |server: &RedisServer| server.cli(&["ZRANGE", &index, "0", "-1"]);

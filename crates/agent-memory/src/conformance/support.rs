@@ -16,7 +16,7 @@ use crate::store::MemoryStore;
 use crate::write::MemoryWrite;
 
 /// More pages than any case needs: a provider that keeps returning cursors past this is looping.
-const MAX_PAGES: usize = 2_000;
+pub(crate) const MAX_PAGES: usize = 2_000;
 
 /// Every live record of `scope`, following `list` cursors until `next_cursor` is `None`.
 ///
