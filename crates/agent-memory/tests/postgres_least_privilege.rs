@@ -152,6 +152,24 @@ fn refused(result: Result<(), tokio_postgres::Error>) -> String {
     err.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default()
 }
 
+/// A store on a fresh table of the `public` schema (see [`public_store`]) where `alice` of a
+/// fresh application holds the record `k`.
+struct Victim {
+    table: String,
+    store: PostgresMemoryStore,
+    app: String,
+    victim: MemoryScope,
+}
+
+async fn victim(table_prefix: &str) -> Victim {
+    let table = unique(table_prefix);
+    let store = public_store(&table, true).await;
+    let app = fresh_app("victim");
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    Victim { table, store, app, victim }
+}
+
 /// The attack a security review ran: a login with no grants created a trigger on its own
 /// temporary table naming the usage function and fed it made-up rows, raising other users'
 /// usage past their quotas or deleting their usage rows. The function is not executable by
@@ -159,11 +177,7 @@ fn refused(result: Result<(), tokio_postgres::Error>) -> String {
 /// table cannot be written directly.
 #[tokio::test]
 async fn a_role_without_grants_cannot_reach_the_usage_trigger_or_the_usage_table() {
-    let table = unique("guarded");
-    let store = public_store(&table, true).await;
-    let app = fresh_app("victim");
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, victim } = victim("guarded").await;
     let held = usage_of(&table, &app).await.expect("a usage row");
 
     let client = stranger().await;
@@ -198,11 +212,7 @@ async fn a_role_without_grants_cannot_reach_the_usage_trigger_or_the_usage_table
 /// make it count rows of another table: it refuses any `TG_RELID` but the store's own.
 #[tokio::test]
 async fn the_usage_function_refuses_rows_of_any_other_table() {
-    let table = unique("own_table");
-    let store = public_store(&table, true).await;
-    let app = fresh_app("victim");
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, .. } = victim("own_table").await;
     let held = usage_of(&table, &app).await.expect("a usage row");
 
     let client = admin().await;
@@ -227,11 +237,7 @@ async fn the_usage_function_refuses_rows_of_any_other_table() {
 /// the write fails (an honest `Storage` error) instead of leaving a row that lifts the quota.
 #[tokio::test]
 async fn a_usage_count_never_goes_negative() {
-    let table = unique("nonneg");
-    let store = public_store(&table, true).await;
-    let app = fresh_app("victim");
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, victim } = victim("nonneg").await;
     let tampered = admin()
         .await
         .batch_execute(&format!("UPDATE public.\"{table}_usage\" SET bytes = -1"))
