@@ -6,9 +6,9 @@
 //! JSON-RPC to check the process itself: stdout carries only protocol messages and the server
 //! exits cleanly when the client closes stdin.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -17,17 +17,6 @@ use serde_json::{json, Value};
 mod support;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
-
-/// The binary with no `AGENT_MEMORY_*` variables and a private home, so no test can reach the
-/// developer's own memories.
-fn server_command(home: &Path) -> Command {
-    let mut cmd = Command::new(BINARY);
-    for var in support::CLEARED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOME", home).env("XDG_DATA_HOME", home.join("data"));
-    cmd
-}
 
 fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + timeout;
@@ -45,21 +34,13 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus>
 }
 
 fn python() -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => {
-            let ci = agent_memory_testkit::util::ci();
-            panic!(
-                "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP end-to-end test needs a Python \
-                 with the official MCP SDK; create one with\n  python3 -m venv \
-                 ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
-                 'mcp>=1.2,<2'\nand run\n  export \
-                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(scripts/test \
-                 does both).",
-                if ci { " under CI=true" } else { "" }
-            )
-        }
-    }
+    support::python(
+        "The MCP end-to-end test needs a Python with the official MCP SDK",
+        "create one with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
+         ~/.cache/agent-memory/ci-venv/bin/pip install 'mcp>=1.2,<2'\nand run\n  export \
+         AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(scripts/test does \
+         both).",
+    )
 }
 
 #[test]
@@ -105,17 +86,37 @@ fn official_python_client_drives_the_server_over_stdio() {
 
 /// Reads stdout lines on a thread, so a test can wait for them with a timeout.
 fn line_reader(child: &mut Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
+    support::lines_of(child.stdout.take().expect("piped stdout"))
+}
+
+/// A stdio server the test talks to: its stdin, its stdout lines, and its stderr, read to the
+/// end on a thread.
+struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl StdioServer {
+    /// Starts `cmd` with its three streams piped here.
+    fn start(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            text
+        });
+        let lines = line_reader(&mut child);
+        Self { child, stdin, lines, stderr }
+    }
 }
 
 fn next_message(lines: &mpsc::Receiver<String>) -> Value {
@@ -149,24 +150,13 @@ fn initialize(stdin: &mut impl Write, lines: &mpsc::Receiver<String>, client_nam
 #[test]
 fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
-        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-        // Verbose logging must still stay off stdout.
-        .env("RUST_LOG", "trace")
-        .env("AGENT_MEMORY_LOG", "trace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut text);
-        text
-    });
-    let lines = line_reader(&mut child);
+    let StdioServer { mut child, mut stdin, lines, stderr } = StdioServer::start(
+        support::server_command(dir.path())
+            .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
+            // Verbose logging must still stay off stdout.
+            .env("RUST_LOG", "trace")
+            .env("AGENT_MEMORY_LOG", "trace"),
+    );
 
     initialize(&mut stdin, &lines, "raw-test");
     send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
@@ -213,22 +203,11 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
 #[test]
 fn an_unknown_tools_name_never_reaches_the_log() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
-        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-        .env("AGENT_MEMORY_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut text);
-        text
-    });
-    let lines = line_reader(&mut child);
+    let StdioServer { mut child, mut stdin, lines, stderr } = StdioServer::start(
+        support::server_command(dir.path())
+            .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
+            .env("AGENT_MEMORY_LOG", "info"),
+    );
     initialize(&mut stdin, &lines, "raw-test");
     // A name a client could fill with anything: log injection, personal data.
     let chosen = "client-chosen-tool-name-5f1e\nFAKE LOG LINE";
@@ -255,7 +234,7 @@ fn writes_record_the_session_and_the_clients_name() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("sqlite:{}", dir.path().join("source.db").display());
     let scope = ["--store", store.as_str(), "--app", "source-app", "--user", "source-user"];
-    let mut child = server_command(dir.path())
+    let mut child = support::server_command(dir.path())
         .args(scope)
         .arg("mcp")
         .stdin(Stdio::piped())
@@ -280,7 +259,8 @@ fn writes_record_the_session_and_the_clients_name() {
     let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
     assert!(status.success(), "exit {status}");
 
-    let read = server_command(dir.path()).args(scope).args(["--json", "get", "k"]).output();
+    let read =
+        support::server_command(dir.path()).args(scope).args(["--json", "get", "k"]).output();
     let read = read.expect("run the CLI");
     assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
     let record: Value = serde_json::from_slice(&read.stdout).expect("one JSON record");
@@ -292,7 +272,7 @@ fn writes_record_the_session_and_the_clients_name() {
 #[test]
 fn closing_stdin_before_initializing_is_a_clean_exit() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
+    let mut child = support::server_command(dir.path())
         .args(["--store", "memory:", "--app", "a", "--user", "u", "mcp", "--tools", "facts"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -314,7 +294,7 @@ fn the_server_refuses_to_start_without_app_and_user() {
         vec!["--store", "memory:", "--app", "a", "mcp"],
         vec!["--store", "memory:", "--user", "u", "mcp"],
     ] {
-        let mut child = server_command(dir.path())
+        let mut child = support::server_command(dir.path())
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
