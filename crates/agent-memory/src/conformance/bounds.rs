@@ -7,6 +7,7 @@
 //! [`Fixture::with_bounds`]: crate::conformance::Fixture::with_bounds
 
 use std::future::Future;
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -18,6 +19,12 @@ use crate::page::{MemoryPage, PageRequest};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::write::MemoryWrite;
+
+/// The store with `bounds` (see [`Harness::with_bounds`]) and `user-1`'s default namespace, or
+/// `None` when the fixture takes no bounds.
+async fn bounded(h: &Harness, bounds: Bounds) -> Option<(Arc<dyn MemoryStore>, MemoryScope)> {
+    Some((h.with_bounds(bounds).await?, h.scope("user-1")))
+}
 
 /// The keys each call of one paged read returned, following its cursors from `request`.
 async fn calls<F, Fut>(request: PageRequest, mut read: F) -> Vec<Vec<String>>
@@ -55,9 +62,11 @@ async fn search_calls(
 /// cursor and resuming finds it once, pattern characters stay literal, and a `list` without a
 /// filter still fills its page.
 pub async fn search_scan_limit_bounds_the_keys_of_each_call(h: Harness) {
-    let bounds = Bounds { search_scan_limit: Some(5), ..Bounds::default() };
-    let Some(store) = h.with_bounds(bounds).await else { return };
-    let scope = h.scope("user-1");
+    let Some((store, scope)) =
+        bounded(&h, Bounds { search_scan_limit: Some(5), ..Bounds::default() }).await
+    else {
+        return;
+    };
     for i in 0..12 {
         put(store.as_ref(), &scope, &format!("a{i:02}"), "nothing here").await;
     }
@@ -92,8 +101,11 @@ pub async fn search_scan_limit_bounds_the_keys_of_each_call(h: Harness) {
 /// records of 100 bytes, three records a call (the third crosses the budget), whether or not
 /// the candidates hold the start of the query.
 pub async fn search_scan_bytes_bounds_the_content_of_each_call(h: Harness) {
-    let bounds = Bounds { search_scan_bytes: Some(250), ..Bounds::default() };
-    let Some(store) = h.with_bounds(bounds).await else { return };
+    let Some((store, _)) =
+        bounded(&h, Bounds { search_scan_bytes: Some(250), ..Bounds::default() }).await
+    else {
+        return;
+    };
     // The first user's records all hold the query's first 16 bytes, and only key-07 all of it;
     // the second user's hold nothing of their query but key-07's.
     let prefixed = format!("{}needle", "y".repeat(20));
@@ -128,9 +140,11 @@ pub async fn search_scan_bytes_bounds_the_content_of_each_call(h: Harness) {
 /// With `search_scan_limit` 4, a `list` with a metadata filter is a bounded scan within its
 /// prefix: a match past the first four keys needs a cursor, and the scan ends with the prefix.
 pub async fn a_filtered_list_is_a_bounded_scan_within_its_prefix(h: Harness) {
-    let bounds = Bounds { search_scan_limit: Some(4), ..Bounds::default() };
-    let Some(store) = h.with_bounds(bounds).await else { return };
-    let scope = h.scope("user-1");
+    let Some((store, scope)) =
+        bounded(&h, Bounds { search_scan_limit: Some(4), ..Bounds::default() }).await
+    else {
+        return;
+    };
     for i in 0..20 {
         let write = MemoryWrite::new("x").metadata(json!({"pinned": i % 7 == 5}));
         store.put(&scope, &format!("n/{i:02}"), write).await.expect("put");
@@ -154,9 +168,11 @@ pub async fn a_filtered_list_is_a_bounded_scan_within_its_prefix(h: Harness) {
 /// With `erase_batch_size` 3, `delete_all` and `delete_user` go batch by batch until nothing is
 /// left, counting every record, also when the count is a multiple of the batch size.
 pub async fn erasure_in_small_batches_removes_everything(h: Harness) {
-    let bounds = Bounds { erase_batch_size: Some(3), ..Bounds::default() };
-    let Some(store) = h.with_bounds(bounds).await else { return };
-    let scope = h.scope("user-1");
+    let Some((store, scope)) =
+        bounded(&h, Bounds { erase_batch_size: Some(3), ..Bounds::default() }).await
+    else {
+        return;
+    };
     for n in 0..10 {
         put(store.as_ref(), &scope, &format!("key-{n:02}"), "v").await;
     }
