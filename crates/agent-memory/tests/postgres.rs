@@ -105,6 +105,32 @@ async fn kill_when_blocked<T: std::fmt::Debug + Send + 'static>(
     pid
 }
 
+/// A started store on a fresh table that erases two rows a batch, its sessions named by a
+/// fresh `application_name`: the table, that name and the store.
+async fn erasing_in_pairs(prefix: &str) -> (String, String, Arc<PostgresMemoryStore>) {
+    let (table, application_name) = (unique(prefix), unique(&format!("{prefix}_app")));
+    let store = on_table(&table, Some(&application_name)).erase_batch_size(2).build();
+    let store = Arc::new(store.expect("config"));
+    store.start().await.expect("start");
+    (table, application_name, store)
+}
+
+/// Runs the erasure `op` while the row lock of `user-1`'s record (namespace, key) in `table` is
+/// held, so that it blocks at that row's batch, and kills it there (see [`kill_when_blocked`]);
+/// returns an admin connection, for counting what is left.
+async fn interrupt_erasure<T: std::fmt::Debug + Send + 'static>(
+    table: &str,
+    application_name: &str,
+    (namespace, key): (&str, &str),
+    op: impl std::future::Future<Output = agent_memory::Result<T>> + Send + 'static,
+) -> tokio_postgres::Client {
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
+    lock_user_record(&locker, table, namespace, key).await;
+    kill_when_blocked(&admin, &locker, application_name, op).await;
+    admin
+}
+
 /// A store on `table` of the shared server, its sessions named `application_name` when given.
 fn on_table(table: &str, application_name: Option<&str>) -> PostgresMemoryStoreBuilder {
     let url = match application_name {
@@ -403,12 +429,7 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
 
 #[tokio::test]
 async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
-    let table = unique("erase_ns");
-    let application_name = unique("erase_ns_app");
-    let store = Arc::new(
-        on_table(&table, Some(&application_name)).erase_batch_size(2).build().expect("config"),
-    );
-    store.start().await.expect("start");
+    let (table, application_name, store) = erasing_in_pairs("erase_ns").await;
     let s = scope("app", "user-1").with_namespace("notes").expect("namespace");
     for k in 0..5 {
         store.put(&s, &format!("k{k}"), MemoryWrite::new("x")).await.expect("put");
@@ -417,14 +438,11 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&kept, "k0", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row, so the third batch blocks; kill it there.
-    let admin = connect(&shared_url()).await;
-    let locker = connect(&shared_url()).await;
-    lock_user_record(&locker, &table, "notes", "k4").await;
     let erasing = {
         let (store, s) = (Arc::clone(&store), s.clone());
         async move { store.delete_all(&s).await }
     };
-    kill_when_blocked(&admin, &locker, &application_name, erasing).await;
+    let admin = interrupt_erasure(&table, &application_name, ("notes", "k4"), erasing).await;
 
     let count_sql = format!(
         "SELECT count(*) FROM public.\"{table}\" WHERE user_id = 'user-1' AND namespace = $1"
@@ -441,12 +459,7 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
 
 #[tokio::test]
 async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
-    let table = unique("erase");
-    let application_name = unique("erase_app");
-    let store = Arc::new(
-        on_table(&table, Some(&application_name)).erase_batch_size(2).build().expect("config"),
-    );
-    store.start().await.expect("start");
+    let (table, application_name, store) = erasing_in_pairs("erase").await;
     let base = scope("app", "user-1");
     for ns in [None, Some("ns1"), Some("ns2")] {
         let s = match ns {
@@ -461,14 +474,11 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&other, "k", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row in batch order, so the fifth batch blocks; kill it there.
-    let admin = connect(&shared_url()).await;
-    let locker = connect(&shared_url()).await;
-    lock_user_record(&locker, &table, "ns2", "k2").await;
     let erasing = {
         let store = Arc::clone(&store);
         async move { store.delete_user("app", "user-1").await }
     };
-    kill_when_blocked(&admin, &locker, &application_name, erasing).await;
+    let admin = interrupt_erasure(&table, &application_name, ("ns2", "k2"), erasing).await;
 
     let count_sql =
         format!("SELECT count(*) FROM public.\"{table}\" WHERE app = 'app' AND user_id = $1");
