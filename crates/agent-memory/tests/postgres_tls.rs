@@ -11,6 +11,7 @@ mod support {
     pub mod fixture;
     pub mod leaks;
     pub mod pg;
+    pub mod tls;
 }
 
 use agent_memory::conformance::Fixture;
@@ -21,6 +22,7 @@ use agent_memory_testkit::tls::{shared_certs, CLIENT_NAME};
 use support::apps::fresh_scope;
 use support::leaks::error_text;
 use support::pg::{connect, unique};
+use support::tls;
 
 /// `postgres://postgres@HOST:PORT/postgres?QUERY` on the TLS server.
 fn tls_url(host: &str, query: &str) -> String {
@@ -120,14 +122,7 @@ async fn an_unknown_ca_is_refused_as_tls_in_every_mode_that_has_a_root_certifica
     // libpq's twist: require with a root certificate checks the chain, as verify-ca does.
     for mode in ["verify-full", "verify-ca", "require"] {
         let url = tls_url("127.0.0.1", &format!("sslmode={mode}&sslrootcert={}", other.display()));
-        let err = start_error(&url).await;
-        assert!(err.is_storage(), "{mode}: {err}");
-        assert_eq!(
-            err.to_string(),
-            "storage error (postgres): TLS: the server's certificate is not signed by a trusted \
-             authority (check the CA certificate setting)",
-            "{mode}"
-        );
+        tls::assert_refused(&start_error(&url).await, "postgres", tls::UNTRUSTED, mode);
     }
     // prefer checks the chain too, but as libpq does, a failed handshake is retried once in
     // plain text (with a warning): the server accepts both here.
@@ -142,11 +137,7 @@ async fn a_host_name_the_certificate_lacks_fails_verify_full_but_not_verify_ca()
     let ca = shared_certs().ca();
     let url =
         tls_url("127.0.0.1", &format!("{target}&sslmode=verify-full&sslrootcert={}", ca.display()));
-    let err = start_error(&url).await;
-    assert_eq!(
-        err.to_string(),
-        "storage error (postgres): TLS: the server's certificate does not name the host connected to"
-    );
+    tls::assert_refused(&start_error(&url).await, "postgres", tls::WRONG_HOST, "verify-full");
     let url =
         tls_url("127.0.0.1", &format!("{target}&sslmode=verify-ca&sslrootcert={}", ca.display()));
     assert!(round_trip_encrypted(&url).await.unwrap(), "verify-ca checks the chain only");
@@ -160,13 +151,8 @@ async fn require_and_stricter_fail_against_a_server_without_tls() {
         ["sslmode=require".to_owned(), format!("sslmode=verify-full&sslrootcert={}", ca.display())]
     {
         let err = start_error(&format!("{plain}?{query}")).await;
-        assert!(err.is_storage(), "{query}: {err}");
-        assert_eq!(
-            err.to_string(),
-            "storage error (postgres): TLS: the server does not accept TLS connections, and \
-             sslmode requires them",
-            "{query}"
-        );
+        let reason = "the server does not accept TLS connections, and sslmode requires them";
+        tls::assert_refused(&err, "postgres", reason, &query);
     }
 }
 

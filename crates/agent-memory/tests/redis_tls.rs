@@ -9,6 +9,7 @@ mod support {
     pub mod apps;
     pub mod fixture;
     pub mod leaks;
+    pub mod tls;
 }
 
 use agent_memory::conformance::Fixture;
@@ -17,6 +18,7 @@ use agent_memory_testkit::redis::shared_tls_server;
 use agent_memory_testkit::tls::{shared_certs, UNNAMED_ADDRESS};
 use support::apps::fresh_scope;
 use support::leaks::error_text;
+use support::tls;
 
 /// The TLS server's URL on `host` with the client's CA, certificate and key.
 fn tls_url(host: &str) -> String {
@@ -59,27 +61,14 @@ async fn an_unknown_ca_is_refused_as_tls() {
         &format!("cacert={}", certs.ca().display()),
         &format!("cacert={}", certs.other_ca().display()),
     );
-    let err = start_error(&url).await;
-    assert!(err.is_storage(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server's certificate is not signed by a trusted \
-         authority (check the CA certificate setting)",
-        "{}",
-        error_text(&err)
-    );
+    tls::assert_refused(&start_error(&url).await, "redis", tls::UNTRUSTED, "another CA");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_name_the_certificate_lacks_is_refused_as_tls() {
     // The server listens there too; its certificate names localhost and 127.0.0.1 only.
     let err = start_error(&tls_url(UNNAMED_ADDRESS)).await;
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server's certificate does not name the host connected to",
-        "{}",
-        error_text(&err)
-    );
+    tls::assert_refused(&err, "redis", tls::WRONG_HOST, UNNAMED_ADDRESS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,14 +76,8 @@ async fn a_server_that_requires_a_client_certificate_refuses_a_client_without_on
     let server = shared_tls_server();
     let ca = shared_certs().ca();
     let url = format!("rediss://127.0.0.1:{}?cacert={}", server.port(), ca.display());
-    let err = start_error(&url).await;
-    assert!(err.is_storage(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server requires a client certificate",
-        "{}",
-        error_text(&err)
-    );
+    let reason = "the server requires a client certificate";
+    tls::assert_refused(&start_error(&url).await, "redis", reason, "no client certificate");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
