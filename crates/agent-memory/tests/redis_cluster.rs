@@ -3,6 +3,7 @@
 
 mod support {
     pub mod apps;
+    pub mod cluster;
     pub mod fixture;
 }
 
@@ -12,6 +13,7 @@ use agent_memory::conformance::Fixture;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::{shared_cluster_url, RedisCluster};
 use support::apps::{fresh_app, fresh_scope};
+use support::cluster::users_on_every_master;
 
 async fn store() -> Fixture {
     support::fixture::from_url(shared_cluster_url(), RedisMemoryStore::from_url)
@@ -62,14 +64,9 @@ async fn killed_connections_fail_then_recover_on_a_cluster() {
     let cluster = RedisCluster::start();
     let store = RedisMemoryStore::from_url(&cluster.url()).unwrap();
     store.start().await.unwrap();
-    // Enough users that every master holds some of them (a master is missed with probability
-    // 3 * (2/3)^64): the recovery loop below must touch every killed connection, or the
-    // NOSCRIPT phase would meet a dead one and test the wrong thing.
-    let scopes: Vec<MemoryScope> =
-        (0..64).map(|i| fresh_scope("redis-cluster-test", &format!("user-{i}"))).collect();
-    for scope in &scopes {
-        store.put(scope, "k", MemoryWrite::new("v")).await.unwrap();
-    }
+    // Users on every master: the recovery loop below must touch every killed connection, or
+    // the NOSCRIPT phase would meet a dead one and test the wrong thing.
+    let scopes = users_on_every_master(&store, "redis-cluster-test").await;
     for node in cluster.nodes() {
         assert!(node.dbsize() > 0, "a master holds none of the users");
     }

@@ -6,16 +6,18 @@
 
 mod support {
     pub mod apps;
+    pub mod cluster;
     pub mod fixture;
     pub mod leaks;
 }
 
 use agent_memory::conformance::Fixture;
 use agent_memory::redis::ACL_RULES;
-use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
+use agent_memory::{MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::shared_tls_cluster;
 use agent_memory_testkit::tls::shared_certs;
-use support::apps::{fresh_app, fresh_scope};
+use support::apps::fresh_scope;
+use support::cluster::users_on_every_master;
 use support::leaks::error_text;
 
 /// The cluster URL with the client's CA, certificate and key; `seeds` of the nodes listed.
@@ -37,13 +39,7 @@ async fn one_seed_is_enough_and_every_discovered_master_is_reached_over_tls() {
     let store = RedisMemoryStore::from_url(&tls_url(1)).unwrap();
     store.start().await.unwrap();
     assert_eq!(store.durability().unwrap().nodes(), 3, "every master answered over TLS");
-    let app = fresh_app("redis-cluster-tls");
-    // Enough users that every master holds some (see redis_cluster.rs for the odds).
-    let scopes: Vec<MemoryScope> =
-        (0..64).map(|i| MemoryScope::new(&app, format!("user-{i}")).unwrap()).collect();
-    for scope in &scopes {
-        store.put(scope, "k", MemoryWrite::new("v")).await.unwrap();
-    }
+    let scopes = users_on_every_master(&store, "redis-cluster-tls").await;
     for node in shared_tls_cluster().nodes() {
         let keys = node.cli(&["--scan", "--pattern", "am:*"]);
         assert!(!keys.is_empty(), "a master holds none of the users");
@@ -51,7 +47,8 @@ async fn one_seed_is_enough_and_every_discovered_master_is_reached_over_tls() {
     for scope in &scopes {
         let page = store.list(scope, PageRequest::default()).await.unwrap();
         assert_eq!(page.items.len(), 1);
-        assert_eq!(store.delete_user(&app, scope.user_id()).await.unwrap(), 1);
+        let erased = store.delete_user(scope.application_id(), scope.user_id()).await.unwrap();
+        assert_eq!(erased, 1);
     }
 }
 
