@@ -8,30 +8,15 @@
 
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 mod support;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
-
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait().expect("wait for child") {
-            Some(status) => return Some(status),
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
 
 fn python() -> PathBuf {
     support::python(
@@ -54,34 +39,7 @@ fn official_python_client_drives_the_server_over_stdio() {
     let mut cmd = Command::new(&python);
     cmd.arg(&script).arg(BINARY).arg(&store).arg("e2e-app");
     cmd.env("HOME", &home).env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|err| {
-        panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
-    });
-
-    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
-    let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut stream) = stream {
-                let _ = stream.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let status = wait_with_timeout(&mut child, Duration::from_secs(300));
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    let Some(status) = status else {
-        panic!("the MCP client scenario timed out\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    };
-    assert!(
-        status.success(),
-        "the MCP client scenario failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    assert!(stdout.contains("mcp end-to-end scenario passed"), "stdout:\n{stdout}");
+    support::run_client(&mut cmd, "the MCP client scenario", "mcp end-to-end scenario passed");
 }
 
 /// Reads stdout lines on a thread, so a test can wait for them with a timeout.
@@ -188,7 +146,7 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     assert!(text.contains("`user_id`") && text.contains("fixed by the application"), "{text}");
 
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let status = support::wait_with_timeout(&mut child, Duration::from_secs(20));
     let stderr = stderr.join().unwrap_or_default();
     let status =
         status.unwrap_or_else(|| panic!("server still running after stdin closed\n{stderr}"));
@@ -222,7 +180,7 @@ fn an_unknown_tools_name_never_reaches_the_log() {
     let message = refused["error"]["message"].as_str().expect("a protocol error");
     assert!(message.contains("unknown tool") && message.contains("memory_get"), "{message}");
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let status = support::wait_with_timeout(&mut child, Duration::from_secs(20));
     let stderr = stderr.join().unwrap_or_default();
     assert!(status.is_some_and(|status| status.success()), "{stderr}");
     assert!(!stderr.contains("client-chosen-tool-name"), "the name reached the log:\n{stderr}");
@@ -234,16 +192,8 @@ fn writes_record_the_session_and_the_clients_name() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("sqlite:{}", dir.path().join("source.db").display());
     let scope = ["--store", store.as_str(), "--app", "source-app", "--user", "source-user"];
-    let mut child = support::server_command(dir.path())
-        .args(scope)
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let lines = line_reader(&mut child);
+    let StdioServer { mut child, mut stdin, lines, .. } =
+        StdioServer::start(support::server_command(dir.path()).args(scope).arg("mcp"));
     // The control character is dropped from the recorded name.
     initialize(&mut stdin, &lines, "note\u{7}-taker");
     send(
@@ -256,7 +206,8 @@ fn writes_record_the_session_and_the_clients_name() {
     assert_eq!(saved["id"], 2, "{saved}");
     assert_ne!(saved["result"]["isError"], true, "{saved}");
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    let status =
+        support::wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
     assert!(status.success(), "exit {status}");
 
     let read =
@@ -281,7 +232,8 @@ fn closing_stdin_before_initializing_is_a_clean_exit() {
         .expect("start the server");
     drop(child.stdin.take());
     let lines = line_reader(&mut child);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    let status =
+        support::wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
     assert!(status.success(), "exit {status}");
     assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "nothing on stdout");
 }
@@ -302,7 +254,7 @@ fn the_server_refuses_to_start_without_app_and_user() {
             .spawn()
             .expect("start the binary");
         let lines = line_reader(&mut child);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(20))
+        let status = support::wait_with_timeout(&mut child, Duration::from_secs(20))
             .unwrap_or_else(|| panic!("{args:?}: started serving without a full scope"));
         assert!(!status.success(), "{args:?} must fail");
         assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "{args:?}: stdout used");

@@ -9,7 +9,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -35,40 +35,11 @@ fn scenario(name: &str, store: &str) {
     // A fresh application id per run, so runs sharing a PostgreSQL server never meet.
     let app = format!("http-{name}-{}", uuid::Uuid::new_v4().simple());
     let started = Instant::now();
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .args([name, BINARY, store, &app])
-        .env_remove("AGENT_MEMORY_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
-        });
-    let deadline = started + Duration::from_secs(300);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the client") {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = child.wait_with_output().expect("client output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let status = status.unwrap_or_else(|| {
-        panic!("scenario {name} timed out\nstdout:\n{stdout}\nstderr:\n{stderr}")
-    });
-    assert!(
-        status.success(),
-        "scenario {name} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    assert!(stdout.contains(&format!("mcp http scenario {name} passed")), "stdout:\n{stdout}");
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script).args([name, BINARY, store, &app]);
+    cmd.env_remove("AGENT_MEMORY_LOG").env_remove("RUST_LOG");
+    let passed = format!("mcp http scenario {name} passed");
+    let stdout = support::run_client(&mut cmd, &format!("scenario {name}"), &passed);
     eprintln!("scenario {name}: {:.1} s\n{stdout}", started.elapsed().as_secs_f64());
 }
 

@@ -260,3 +260,51 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_owned();
     (status, body)
 }
+
+/// Waits up to `timeout` for `child` to exit; kills it and returns `None` when it does not.
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait().expect("wait for child") {
+            Some(status) => return Some(status),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Runs the end-to-end client `cmd` (`what` names it in failures) for at most 300 s, reading
+/// its output on threads so a chatty client never blocks on a full pipe, and panics with that
+/// output unless it exits successfully having printed `passed`; returns its stdout.
+pub fn run_client(cmd: &mut std::process::Command, what: &str, passed: &str) -> String {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| {
+            panic!("cannot run {:?} (AGENT_MEMORY_TEST_PYTHON): {err}", cmd.get_program())
+        });
+    let read_all = |mut stream: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stream.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+    let status = wait_with_timeout(&mut child, Duration::from_secs(300));
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let Some(status) = status else {
+        panic!("{what} timed out\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    };
+    assert!(status.success(), "{what} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains(passed), "stdout:\n{stdout}");
+    stdout
+}
