@@ -77,6 +77,13 @@ impl StdioServer {
     }
 }
 
+/// A stdio server on an in-memory store, as `raw-user` of `raw-app`, with `env` set.
+fn raw_server(home: &Path, env: &[(&str, &str)]) -> StdioServer {
+    let mut cmd = support::server_command(home);
+    cmd.args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"]);
+    StdioServer::start(cmd.envs(env.iter().copied()))
+}
+
 fn next_message(lines: &mpsc::Receiver<String>) -> Value {
     let line = lines.recv_timeout(Duration::from_secs(30)).expect("a response within 30 s");
     serde_json::from_str(&line)
@@ -108,13 +115,9 @@ fn initialize(stdin: &mut impl Write, lines: &mpsc::Receiver<String>, client_nam
 #[test]
 fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let StdioServer { mut child, mut stdin, lines, stderr } = StdioServer::start(
-        support::server_command(dir.path())
-            .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-            // Verbose logging must still stay off stdout.
-            .env("RUST_LOG", "trace")
-            .env("AGENT_MEMORY_LOG", "trace"),
-    );
+    // Verbose logging must still stay off stdout.
+    let verbose = [("RUST_LOG", "trace"), ("AGENT_MEMORY_LOG", "trace")];
+    let StdioServer { mut child, mut stdin, lines, stderr } = raw_server(dir.path(), &verbose);
 
     initialize(&mut stdin, &lines, "raw-test");
     send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
@@ -161,11 +164,8 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
 #[test]
 fn an_unknown_tools_name_never_reaches_the_log() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let StdioServer { mut child, mut stdin, lines, stderr } = StdioServer::start(
-        support::server_command(dir.path())
-            .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-            .env("AGENT_MEMORY_LOG", "info"),
-    );
+    let StdioServer { mut child, mut stdin, lines, stderr } =
+        raw_server(dir.path(), &[("AGENT_MEMORY_LOG", "info")]);
     initialize(&mut stdin, &lines, "raw-test");
     // A name a client could fill with anything: log injection, personal data.
     let chosen = "client-chosen-tool-name-5f1e\nFAKE LOG LINE";
