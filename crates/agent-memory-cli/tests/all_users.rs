@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 mod support;
 
 use support::{
-    assert_one_line_error, json_lines, stdout_json, Fixture, FAILURE, OK, QUOTA_EXCEEDED,
+    assert_one_line_error, comparable, json_lines, stdout_json, Fixture, FAILURE, OK,
+    QUOTA_EXCEEDED,
 };
 
 /// A fresh PostgreSQL table on the test server, as a store URL.
@@ -52,21 +53,6 @@ fn seed(fx: &Fixture, store: &str, users: &[&str], count: usize) {
         .write_stdin(bulk(users, count, ""))
         .assert()
         .code(OK);
-}
-
-/// Drops what the target store assigns anew.
-fn comparable(export: &[Value]) -> Vec<Value> {
-    export
-        .iter()
-        .map(|record| {
-            let mut record = record.clone();
-            let object = record.as_object_mut().expect("object");
-            for assigned in ["revision", "created_at", "updated_at"] {
-                object.remove(assigned);
-            }
-            record
-        })
-        .collect()
 }
 
 fn users_of(fx: &Fixture, store: &str, args: &[&str]) -> (Vec<String>, String) {

@@ -14,8 +14,8 @@ use serde_json::Value;
 mod support;
 
 use support::{
-    assert_one_line_error, json_lines, keys, stdout_json, Fixture, CONFLICT, FAILURE, INVALID,
-    NOT_FOUND, OK, QUOTA_EXCEEDED,
+    assert_one_line_error, comparable, json_lines, keys, stdout_json, Fixture, CONFLICT, FAILURE,
+    INVALID, NOT_FOUND, OK, QUOTA_EXCEEDED,
 };
 
 /// An error is one line on stderr, starting with `error: `, and nothing on stdout.
@@ -600,21 +600,6 @@ fn help_documents_the_exit_codes() {
         .code(OK)
         .stdout(predicate::str::contains("Exit codes:"))
         .stdout(predicate::str::contains("3  conflict"));
-}
-
-/// The records of an export, without what the target store assigns anew.
-fn comparable(export: &[Value]) -> Vec<Value> {
-    export
-        .iter()
-        .map(|record| {
-            let mut record = record.clone();
-            let object = record.as_object_mut().expect("object");
-            for assigned in ["revision", "created_at", "updated_at"] {
-                assert!(object.remove(assigned).is_some(), "export has {assigned}");
-            }
-            record
-        })
-        .collect()
 }
 
 fn seed_export_source(fx: &Fixture) {

@@ -6,11 +6,11 @@
 //! JSON-RPC to check the process itself: stdout carries only protocol messages and the server
 //! exits cleanly when the client closes stdin.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -18,48 +18,14 @@ mod support;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
-/// The binary with no `AGENT_MEMORY_*` variables and a private home, so no test can reach the
-/// developer's own memories.
-fn server_command(home: &Path) -> Command {
-    let mut cmd = Command::new(BINARY);
-    for var in support::CLEARED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOME", home).env("XDG_DATA_HOME", home.join("data"));
-    cmd
-}
-
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait().expect("wait for child") {
-            Some(status) => return Some(status),
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
 fn python() -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => {
-            let ci = agent_memory_testkit::util::ci();
-            panic!(
-                "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP end-to-end test needs a Python \
-                 with the official MCP SDK; create one with\n  python3 -m venv \
-                 ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
-                 'mcp>=1.2,<2'\nand run\n  export \
-                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(scripts/test \
-                 does both).",
-                if ci { " under CI=true" } else { "" }
-            )
-        }
-    }
+    support::python(
+        "The MCP end-to-end test needs a Python with the official MCP SDK",
+        "create one with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
+         ~/.cache/agent-memory/ci-venv/bin/pip install 'mcp>=1.2,<2'\nand run\n  export \
+         AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(scripts/test does \
+         both).",
+    )
 }
 
 #[test]
@@ -73,49 +39,49 @@ fn official_python_client_drives_the_server_over_stdio() {
     let mut cmd = Command::new(&python);
     cmd.arg(&script).arg(BINARY).arg(&store).arg("e2e-app");
     cmd.env("HOME", &home).env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|err| {
-        panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
-    });
-
-    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
-    let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut stream) = stream {
-                let _ = stream.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let status = wait_with_timeout(&mut child, Duration::from_secs(300));
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    let Some(status) = status else {
-        panic!("the MCP client scenario timed out\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    };
-    assert!(
-        status.success(),
-        "the MCP client scenario failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    assert!(stdout.contains("mcp end-to-end scenario passed"), "stdout:\n{stdout}");
+    support::run_client(&mut cmd, "the MCP client scenario", "mcp end-to-end scenario passed");
 }
 
 /// Reads stdout lines on a thread, so a test can wait for them with a timeout.
 fn line_reader(child: &mut Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
+    support::lines_of(child.stdout.take().expect("piped stdout"))
+}
+
+/// A stdio server the test talks to: its stdin, its stdout lines, and its stderr, read to the
+/// end on a thread.
+struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl StdioServer {
+    /// Starts `cmd` with its three streams piped here.
+    fn start(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            text
+        });
+        let lines = line_reader(&mut child);
+        Self { child, stdin, lines, stderr }
+    }
+}
+
+/// A stdio server on an in-memory store, as `raw-user` of `raw-app`, with `env` set.
+fn raw_server(home: &Path, env: &[(&str, &str)]) -> StdioServer {
+    let mut cmd = support::server_command(home);
+    cmd.args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"]);
+    StdioServer::start(cmd.envs(env.iter().copied()))
 }
 
 fn next_message(lines: &mpsc::Receiver<String>) -> Value {
@@ -149,24 +115,9 @@ fn initialize(stdin: &mut impl Write, lines: &mpsc::Receiver<String>, client_nam
 #[test]
 fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
-        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-        // Verbose logging must still stay off stdout.
-        .env("RUST_LOG", "trace")
-        .env("AGENT_MEMORY_LOG", "trace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut text);
-        text
-    });
-    let lines = line_reader(&mut child);
+    // Verbose logging must still stay off stdout.
+    let verbose = [("RUST_LOG", "trace"), ("AGENT_MEMORY_LOG", "trace")];
+    let StdioServer { mut child, mut stdin, lines, stderr } = raw_server(dir.path(), &verbose);
 
     initialize(&mut stdin, &lines, "raw-test");
     send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
@@ -198,7 +149,7 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
     assert!(text.contains("`user_id`") && text.contains("fixed by the application"), "{text}");
 
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let status = support::wait_with_timeout(&mut child, Duration::from_secs(20));
     let stderr = stderr.join().unwrap_or_default();
     let status =
         status.unwrap_or_else(|| panic!("server still running after stdin closed\n{stderr}"));
@@ -213,22 +164,8 @@ fn stdout_is_only_protocol_and_closing_stdin_ends_the_server() {
 #[test]
 fn an_unknown_tools_name_never_reaches_the_log() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
-        .args(["--store", "memory:", "--app", "raw-app", "--user", "raw-user", "mcp"])
-        .env("AGENT_MEMORY_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut text);
-        text
-    });
-    let lines = line_reader(&mut child);
+    let StdioServer { mut child, mut stdin, lines, stderr } =
+        raw_server(dir.path(), &[("AGENT_MEMORY_LOG", "info")]);
     initialize(&mut stdin, &lines, "raw-test");
     // A name a client could fill with anything: log injection, personal data.
     let chosen = "client-chosen-tool-name-5f1e\nFAKE LOG LINE";
@@ -243,7 +180,7 @@ fn an_unknown_tools_name_never_reaches_the_log() {
     let message = refused["error"]["message"].as_str().expect("a protocol error");
     assert!(message.contains("unknown tool") && message.contains("memory_get"), "{message}");
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let status = support::wait_with_timeout(&mut child, Duration::from_secs(20));
     let stderr = stderr.join().unwrap_or_default();
     assert!(status.is_some_and(|status| status.success()), "{stderr}");
     assert!(!stderr.contains("client-chosen-tool-name"), "the name reached the log:\n{stderr}");
@@ -255,16 +192,8 @@ fn writes_record_the_session_and_the_clients_name() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("sqlite:{}", dir.path().join("source.db").display());
     let scope = ["--store", store.as_str(), "--app", "source-app", "--user", "source-user"];
-    let mut child = server_command(dir.path())
-        .args(scope)
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let lines = line_reader(&mut child);
+    let StdioServer { mut child, mut stdin, lines, .. } =
+        StdioServer::start(support::server_command(dir.path()).args(scope).arg("mcp"));
     // The control character is dropped from the recorded name.
     initialize(&mut stdin, &lines, "note\u{7}-taker");
     send(
@@ -277,10 +206,12 @@ fn writes_record_the_session_and_the_clients_name() {
     assert_eq!(saved["id"], 2, "{saved}");
     assert_ne!(saved["result"]["isError"], true, "{saved}");
     drop(stdin);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    let status =
+        support::wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
     assert!(status.success(), "exit {status}");
 
-    let read = server_command(dir.path()).args(scope).args(["--json", "get", "k"]).output();
+    let read =
+        support::server_command(dir.path()).args(scope).args(["--json", "get", "k"]).output();
     let read = read.expect("run the CLI");
     assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
     let record: Value = serde_json::from_slice(&read.stdout).expect("one JSON record");
@@ -292,7 +223,7 @@ fn writes_record_the_session_and_the_clients_name() {
 #[test]
 fn closing_stdin_before_initializing_is_a_clean_exit() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = server_command(dir.path())
+    let mut child = support::server_command(dir.path())
         .args(["--store", "memory:", "--app", "a", "--user", "u", "mcp", "--tools", "facts"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -301,7 +232,8 @@ fn closing_stdin_before_initializing_is_a_clean_exit() {
         .expect("start the server");
     drop(child.stdin.take());
     let lines = line_reader(&mut child);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
+    let status =
+        support::wait_with_timeout(&mut child, Duration::from_secs(20)).expect("server exits");
     assert!(status.success(), "exit {status}");
     assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "nothing on stdout");
 }
@@ -314,7 +246,7 @@ fn the_server_refuses_to_start_without_app_and_user() {
         vec!["--store", "memory:", "--app", "a", "mcp"],
         vec!["--store", "memory:", "--user", "u", "mcp"],
     ] {
-        let mut child = server_command(dir.path())
+        let mut child = support::server_command(dir.path())
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -322,7 +254,7 @@ fn the_server_refuses_to_start_without_app_and_user() {
             .spawn()
             .expect("start the binary");
         let lines = line_reader(&mut child);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(20))
+        let status = support::wait_with_timeout(&mut child, Duration::from_secs(20))
             .unwrap_or_else(|| panic!("{args:?}: started serving without a full scope"));
         assert!(!status.success(), "{args:?} must fail");
         assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "{args:?}: stdout used");

@@ -30,7 +30,35 @@ def check(condition, message):
         raise AssertionError(message)
 
 
-class Server:
+class Calls:
+    """Tool calls on an initialized session (`self.session`), checked, with failures naming
+    `self.label`."""
+
+    async def ok(self, tool, arguments):
+        result = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""
+        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
+        data = result.structuredContent
+        check(isinstance(data, dict), f"[{self.label}] {tool}: no structured result")
+        check(json.loads(text) == data, f"[{self.label}] {tool}: text and structured differ")
+        return data
+
+    async def text(self, tool, arguments):
+        """A successful call whose result is one text block (the memory tool's)."""
+        result = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""
+        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
+        check(len(result.content) == 1 and result.content[0].type == "text", "one text block")
+        return text
+
+    async def error(self, tool, arguments):
+        result = await self.session.call_tool(tool, arguments)
+        check(result.isError, f"[{self.label}] {tool}({arguments}) should fail: {result}")
+        check(result.content and result.content[0].type == "text", "error has a text message")
+        return result.content[0].text
+
+
+class Server(Calls):
     """One server process bound to one scope, with an initialized client session."""
 
     def __init__(self, binary, store, app, user, namespace=None, tools=None):
@@ -56,29 +84,6 @@ class Server:
     async def __aexit__(self, *exc):
         await self._session_cm.__aexit__(*exc)
         await self._transport.__aexit__(*exc)
-
-    async def ok(self, tool, arguments):
-        result = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""
-        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
-        data = result.structuredContent
-        check(isinstance(data, dict), f"[{self.label}] {tool}: no structured result")
-        check(json.loads(text) == data, f"[{self.label}] {tool}: text and structured differ")
-        return data
-
-    async def text(self, tool, arguments):
-        """A successful call whose result is one text block (the memory tool's)."""
-        result = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""
-        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
-        check(len(result.content) == 1 and result.content[0].type == "text", "one text block")
-        return text
-
-    async def error(self, tool, arguments):
-        result = await self.session.call_tool(tool, arguments)
-        check(result.isError, f"[{self.label}] {tool}({arguments}) should fail: {result}")
-        check(result.content and result.content[0].type == "text", "error has a text message")
-        return result.content[0].text
 
 
 async def all_keys(server, tool, extra, limit):

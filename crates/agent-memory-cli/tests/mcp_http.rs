@@ -9,30 +9,22 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json_lines, Fixture, INVALID, NOT_FOUND, OK};
+use support::{json_lines, Fixture, Listening, INVALID, NOT_FOUND, OK};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
 fn python() -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            panic!(
-                "AGENT_MEMORY_TEST_PYTHON is not set{}. The MCP HTTP end-to-end tests need a \
-                 Python with the official MCP SDK and PyJWT; create one with\n  python3 -m venv \
-                 ~/.cache/agent-memory/ci-venv && ~/.cache/agent-memory/ci-venv/bin/pip install \
-                 'mcp>=1.30,<2' 'pyjwt[crypto]>=2.8,<3'\nand run\n  export \
-                 AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n(.ci/run \
-                 does both).",
-                if ci { " under CI=true" } else { "" }
-            )
-        }
-    }
+    support::python(
+        "The MCP HTTP end-to-end tests need a Python with the official MCP SDK and PyJWT",
+        "create one with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
+         ~/.cache/agent-memory/ci-venv/bin/pip install 'mcp>=1.30,<2' 'pyjwt[crypto]>=2.8,<3'\n\
+         and run\n  export AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n\
+         (.ci/run does both).",
+    )
 }
 
 /// Runs one scenario of `mcp_http_client.py` against `store` and fails with its output unless
@@ -43,40 +35,11 @@ fn scenario(name: &str, store: &str) {
     // A fresh application id per run, so runs sharing a PostgreSQL server never meet.
     let app = format!("http-{name}-{}", uuid::Uuid::new_v4().simple());
     let started = Instant::now();
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .args([name, BINARY, store, &app])
-        .env_remove("AGENT_MEMORY_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
-        });
-    let deadline = started + Duration::from_secs(300);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the client") {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = child.wait_with_output().expect("client output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let status = status.unwrap_or_else(|| {
-        panic!("scenario {name} timed out\nstdout:\n{stdout}\nstderr:\n{stderr}")
-    });
-    assert!(
-        status.success(),
-        "scenario {name} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    assert!(stdout.contains(&format!("mcp http scenario {name} passed")), "stdout:\n{stdout}");
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script).args([name, BINARY, store, &app]);
+    cmd.env_remove("AGENT_MEMORY_LOG").env_remove("RUST_LOG");
+    let passed = format!("mcp http scenario {name} passed");
+    let stdout = support::run_client(&mut cmd, &format!("scenario {name}"), &passed);
     eprintln!("scenario {name}: {:.1} s\n{stdout}", started.elapsed().as_secs_f64());
 }
 
@@ -84,58 +47,29 @@ fn sqlite_store(dir: &tempfile::TempDir) -> String {
     format!("sqlite:{}", dir.path().join("http.db").display())
 }
 
-#[test]
-fn two_users_through_one_server_see_only_their_own_memories() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("isolation", &sqlite_store(&dir));
+/// One test per scenario, each on a SQLite file of its own.
+macro_rules! sqlite_scenarios {
+    ($($test:ident: $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                let dir = tempfile::tempdir().expect("temp dir");
+                scenario($name, &sqlite_store(&dir));
+            }
+        )*
+    };
 }
 
-#[test]
-fn search_options_and_metadata_filters_work_over_http() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("search", &sqlite_store(&dir));
-}
-
-#[test]
-fn a_revoked_key_is_refused_within_a_second_without_a_restart() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("revoke", &sqlite_store(&dir));
-}
-
-#[test]
-fn a_read_only_key_lists_and_runs_only_the_read_tools() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("read-only", &sqlite_store(&dir));
-}
-
-#[test]
-fn oauth_tokens_are_checked_for_signature_issuer_audience_and_time() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("jwt", &sqlite_store(&dir));
-}
-
-#[test]
-fn forged_hosts_big_bodies_and_bursts_are_refused_and_tls_works() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("hardening", &sqlite_store(&dir));
-}
-
-#[test]
-fn the_rate_limit_charges_the_work_of_a_directory_rename() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("work", &sqlite_store(&dir));
-}
-
-#[test]
-fn fifty_concurrent_clients_lose_and_cross_nothing() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("load", &sqlite_store(&dir));
-}
-
-#[test]
-fn sigterm_during_load_keeps_every_acknowledged_write_on_sqlite() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    scenario("sigterm", &sqlite_store(&dir));
+sqlite_scenarios! {
+    two_users_through_one_server_see_only_their_own_memories: "isolation",
+    search_options_and_metadata_filters_work_over_http: "search",
+    a_revoked_key_is_refused_within_a_second_without_a_restart: "revoke",
+    a_read_only_key_lists_and_runs_only_the_read_tools: "read-only",
+    oauth_tokens_are_checked_for_signature_issuer_audience_and_time: "jwt",
+    forged_hosts_big_bodies_and_bursts_are_refused_and_tls_works: "hardening",
+    the_rate_limit_charges_the_work_of_a_directory_rename: "work",
+    fifty_concurrent_clients_lose_and_cross_nothing: "load",
+    sigterm_during_load_keeps_every_acknowledged_write_on_sqlite: "sigterm",
 }
 
 #[test]
@@ -143,68 +77,18 @@ fn sigterm_during_load_keeps_every_acknowledged_write_on_postgres() {
     scenario("sigterm", &agent_memory_testkit::postgres::shared_url());
 }
 
-/// A server started by a test, read from its stderr until it names its address.
-struct Listening {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl Listening {
-    fn start(fx: &Fixture, args: &[&str]) -> Self {
-        use std::io::{BufRead, BufReader};
-        let mut cmd = Command::new(BINARY);
-        for var in ["AGENT_MEMORY_STORE", "AGENT_MEMORY_APP", "AGENT_MEMORY_USER"]
-            .into_iter()
-            .chain(["AGENT_MEMORY_NAMESPACE", "AGENT_MEMORY_LOG", "RUST_LOG"])
-        {
-            cmd.env_remove(var);
-        }
-        let mut child = cmd
-            .env("HOME", fx.path("home"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the server");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let _ = tx.send(rest.trim_end_matches("/mcp").to_owned());
-                }
-            }
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server listens");
-        Self { child, addr }
-    }
-
-    /// The status code of `GET path`.
-    fn get(&self, path: &str) -> u16 {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .expect("send");
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
-    }
-
-    /// SIGTERM, then the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
-        self.child.wait().expect("wait")
-    }
+/// Starts the binary with `args` and a private home, and reads its address.
+fn listening(fx: &Fixture, args: &[&str]) -> Listening {
+    Listening::start(support::server_command(&fx.path("home")).args(args), |line| {
+        Some(line.to_owned())
+    })
 }
 
 /// Waits up to `seconds` for `GET /healthz` to answer `status`.
 fn await_health(server: &Listening, status: u16, seconds: u64) {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     loop {
-        let got = server.get("/healthz");
+        let got = server.status("/healthz");
         if got == status {
             return;
         }
@@ -221,12 +105,12 @@ fn healthz_answers_whether_the_store_does() {
     let keys = fx.path("keys.jsonl");
     std::fs::write(&keys, "").unwrap();
     let keys = keys.to_str().unwrap();
-    let server = Listening::start(
+    let server = listening(
         &fx,
         &["--store", &url, "--app", "health", "mcp", "--listen", "127.0.0.1:0", "--api-keys", keys],
     );
     await_health(&server, 200, 10);
-    assert_eq!(server.get("/mcp"), 401, "/mcp needs a credential, /healthz does not");
+    assert_eq!(server.status("/mcp"), 401, "/mcp needs a credential, /healthz does not");
     postgres.stop();
     await_health(&server, 503, 20);
     postgres.start_again();
@@ -256,7 +140,7 @@ fn h2_server(fx: &Fixture, extra: &[&str]) -> (Listening, String) {
     let mut args = vec!["--store", &store, "--app", "h2", "mcp", "--listen", "127.0.0.1:0"];
     args.extend(["--api-keys", &keys]);
     args.extend(extra);
-    (Listening::start(fx, &args), key)
+    (listening(fx, &args), key)
 }
 
 /// `GET /mcp` over HTTP/1.1 with `credential`: the status, and whether `Retry-After` was set.
@@ -354,7 +238,7 @@ fn cleartext_http2_is_refused_unless_asked_for() {
             .map_err(|_| "no answer".to_owned())?
     });
     assert!(outcome.is_err(), "h2c must be refused by default, got {outcome:?}");
-    assert_eq!(server.get("/healthz"), 200, "HTTP/1.1 still works");
+    assert_eq!(server.status("/healthz"), 200, "HTTP/1.1 still works");
     assert!(server.stop().success());
 }
 

@@ -33,18 +33,12 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 
-# The checks of the search options are the stdio test's, run over HTTP.
+# The checked calls and the checks of the search options are the stdio test's, run over HTTP.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import search_options  # noqa: E402
+from mcp_client import KEY_TOOLS, Calls, check, search_options  # noqa: E402
 
-KEY_TOOLS = {"memory_save", "memory_get", "memory_list", "memory_search", "memory_delete"}
 READ_TOOLS = {"memory_get", "memory_list", "memory_search"}
 PROTOCOL = "2025-06-18"
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def clean_env(home, log="info"):
@@ -127,25 +121,12 @@ def key_id(key):
     return key.split("_")[1]
 
 
-class Client:
+class Client(Calls):
     """An initialized SDK session, with the checks of tests/mcp_client.py."""
 
     def __init__(self, session, label):
         self.session = session
         self.label = label
-
-    async def ok(self, tool, arguments):
-        result = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""
-        check(not result.isError, f"[{self.label}] {tool}({arguments}) failed: {text}")
-        data = result.structuredContent
-        check(isinstance(data, dict), f"[{self.label}] {tool}: no structured result")
-        return data
-
-    async def error(self, tool, arguments):
-        result = await self.session.call_tool(tool, arguments)
-        check(result.isError, f"[{self.label}] {tool}({arguments}) should fail: {result}")
-        return result.content[0].text
 
     async def tool_names(self):
         return {tool.name for tool in (await self.session.list_tools()).tools}
@@ -177,6 +158,16 @@ async def rpc(url, token=None, method="tools/list", params=None, headers=None, v
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})
     async with httpx.AsyncClient(timeout=30, verify=verify) as http:
         return await http.post(url, content=body, headers=all_headers)
+
+
+async def until_status(url, token, status, what):
+    """Waits for a request with `token` to answer `status`: within a second, or `what` failed.
+    Returns how long it took."""
+    since = time.monotonic()
+    while (await rpc(url, token)).status_code != status:
+        check(time.monotonic() - since < 1.0, f"{what} after 1 s")
+        await asyncio.sleep(0.02)
+    return time.monotonic() - since
 
 
 async def all_keys(client, limit=100):
@@ -291,11 +282,7 @@ async def revoke(binary, store, app, home):
         out = subprocess.run([binary, "api-key", "revoke", "--file", keys, key_id(alice)],
                              env=clean_env(home), capture_output=True, text=True)
         check(out.returncode == 0, f"revoke: {out.stderr}")
-        revoked_at = time.monotonic()
-        while (await rpc(server.url, alice)).status_code != 401:
-            check(time.monotonic() - revoked_at < 1.0, "revoked key still accepted after 1 s")
-            await asyncio.sleep(0.02)
-        took = time.monotonic() - revoked_at
+        took = await until_status(server.url, alice, 401, "revoked key still accepted")
         check(oct(os.stat(keys).st_mode & 0o777) == "0o600", "revoke keeps the mode")
         response = await rpc(server.url, alice, "tools/call",
                              {"name": "memory_save", "arguments": {"key": "k", "content": "x"}})
@@ -303,26 +290,17 @@ async def revoke(binary, store, app, home):
         check((await rpc(server.url, bob)).status_code == 200, "other keys keep working")
         # A key added while the server runs works within a second too.
         carol = api_key(binary, home, keys, "user-carol")
-        added_at = time.monotonic()
-        while (await rpc(server.url, carol)).status_code != 200:
-            check(time.monotonic() - added_at < 1.0, "new key still refused after 1 s")
-            await asyncio.sleep(0.02)
+        await until_status(server.url, carol, 200, "new key still refused")
         # A garbled file fails closed: every key is refused until it parses again.
         good = open(keys).read()
         with open(keys, "a") as f:
             f.write("{ this is not an entry }\n")
-        broken_at = time.monotonic()
-        while (await rpc(server.url, bob)).status_code != 503:
-            check(time.monotonic() - broken_at < 1.0, "garbled key file still trusted after 1 s")
-            await asyncio.sleep(0.02)
+        await until_status(server.url, bob, 503, "garbled key file still trusted")
         with open(keys + ".tmp", "w") as f:
             f.write(good)
         os.chmod(keys + ".tmp", 0o600)
         os.replace(keys + ".tmp", keys)
-        fixed_at = time.monotonic()
-        while (await rpc(server.url, bob)).status_code != 200:
-            check(time.monotonic() - fixed_at < 1.0, "fixed key file not used after 1 s")
-            await asyncio.sleep(0.02)
+        await until_status(server.url, bob, 200, "fixed key file not used")
         check((await rpc(server.url, alice)).status_code == 401, "still revoked after the fix")
     record = cli_record(binary, home, store, app, "user-alice", "k")
     check(record["content"] == "before revocation", "the revoked key wrote nothing more")
@@ -481,10 +459,7 @@ async def jwt_tokens(binary, store, app, home):
         with open(jwks_path + ".new", "w") as f:
             json.dump(jwks, f)
         os.replace(jwks_path + ".new", jwks_path)
-        rotated_at = time.monotonic()
-        while (await rpc(server.url, rsa_token)).status_code != 401:
-            check(time.monotonic() - rotated_at < 1.0, "a removed JWT key still works after 1 s")
-            await asyncio.sleep(0.02)
+        await until_status(server.url, rsa_token, 401, "a removed JWT key still works")
         check((await rpc(server.url, ec_token)).status_code == 200, "the other keys still work")
     logs = server.logs()
     check("user-jwt" not in logs and "saved with RS256" not in logs, f"log leaks: {logs}")

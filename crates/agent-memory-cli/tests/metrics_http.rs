@@ -4,103 +4,38 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use support::{http_get, Fixture, Listening};
 
-use support::Fixture;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
-
-/// A server started by a test, with its stderr lines on a channel.
-struct Server {
-    child: Child,
-    addr: String,
-    stderr: Receiver<String>,
-}
+/// A server started by a test, logging JSON lines at `info`.
+struct Server(Listening);
 
 impl Server {
     fn start(fx: &Fixture, extra: &[&str]) -> Self {
         let keys = fx.path("keys.jsonl");
         std::fs::write(&keys, "").unwrap();
         let store = format!("sqlite:{}", fx.path("metrics.db").display());
-        let mut cmd = Command::new(BINARY);
-        for var in support::CLEARED_ENV {
-            cmd.env_remove(var);
-        }
-        let mut child = cmd
-            .env("HOME", fx.path("home"))
-            .env("AGENT_MEMORY_LOG", "info")
+        let mut cmd = support::server_command(&fx.path("home"));
+        cmd.env("AGENT_MEMORY_LOG", "info")
             .args(["--store", &store, "--app", "metrics", "--log-format", "json", "mcp"])
             .args(["--listen", "127.0.0.1:0", "--api-keys", keys.to_str().unwrap()])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the server");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        let addr = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("no address: {seen:?}"));
-            // With --log-format json, the line is an object like every other on stderr.
-            let message = serde_json::from_str::<serde_json::Value>(&line)
-                .ok()
-                .and_then(|object| object["fields"]["message"].as_str().map(str::to_owned));
-            if let Some(rest) =
-                message.as_deref().and_then(|m| m.split("listening on http://").nth(1))
-            {
-                break rest.trim_end_matches("/mcp").to_owned();
-            }
-            seen.push(line);
-        };
-        let (tx, stderr) = std::sync::mpsc::channel();
-        for line in seen {
-            tx.send(line).unwrap();
-        }
-        std::thread::spawn(move || {
-            while let Ok(line) = rx.recv() {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Self { child, addr, stderr }
+            .args(extra);
+        // With --log-format json, the line is an object like every other on stderr.
+        Self(Listening::start(&mut cmd, |line| {
+            let object = serde_json::from_str::<serde_json::Value>(line).ok()?;
+            object["fields"]["message"].as_str().map(str::to_owned)
+        }))
+    }
+
+    fn addr(&self) -> &str {
+        &self.0.addr
     }
 
     /// SIGTERM, then every stderr line.
-    fn stop(mut self) -> Vec<String> {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
-        assert!(self.child.wait().expect("wait").success(), "SIGTERM is a clean exit");
-        let mut lines = Vec::new();
-        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(5)) {
-            lines.push(line);
-        }
+    fn stop(self) -> Vec<String> {
+        let (status, lines) = self.0.stop_and_read();
+        assert!(status.success(), "SIGTERM is a clean exit");
         lines
     }
-}
-
-/// `GET path` on `addr`: the status code and the body.
-fn fetch(addr: &str, path: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .expect("send");
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_owned();
-    (status, body)
 }
 
 /// A loopback address no one listens on right now.
@@ -117,8 +52,8 @@ fn metrics_beside_mcp_show_the_store_operations() {
     let fx = Fixture::new();
     let server = Server::start(&fx, &["--metrics"]);
     // The health probe reads the store once: one `get`.
-    assert_eq!(fetch(&server.addr, "/healthz").0, 200);
-    let (status, body) = fetch(&server.addr, "/metrics");
+    assert_eq!(http_get(server.addr(), "/healthz").0, 200);
+    let (status, body) = http_get(server.addr(), "/metrics");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(GET_BUCKETS), "{body}");
     assert!(body.contains("# TYPE db_client_operation_duration_seconds histogram"), "{body}");
@@ -133,7 +68,7 @@ fn metrics_beside_mcp_show_the_store_operations() {
     assert!(count.ends_with(" 1"), "{count}");
     assert!(!body.contains("healthz"), "no id or key in the metrics: {body}");
     // The /mcp route still wants a credential; /metrics does not.
-    assert_eq!(fetch(&server.addr, "/mcp").0, 401);
+    assert_eq!(http_get(server.addr(), "/mcp").0, 401);
 
     let lines = server.stop();
     assert!(!lines.is_empty());
@@ -152,9 +87,9 @@ fn healthz_reads_the_store_at_most_once_a_second() {
     let fx = Fixture::new();
     let server = Server::start(&fx, &["--metrics"]);
     for _ in 0..40 {
-        assert_eq!(fetch(&server.addr, "/healthz").0, 200);
+        assert_eq!(http_get(server.addr(), "/healthz").0, 200);
     }
-    let (_, body) = fetch(&server.addr, "/metrics");
+    let (_, body) = http_get(server.addr(), "/metrics");
     let gets: u64 = body
         .lines()
         .find(|line| {
@@ -173,9 +108,9 @@ fn metrics_listen_serves_them_on_their_own_address_only() {
     let fx = Fixture::new();
     let metrics = free_address();
     let server = Server::start(&fx, &["--metrics-listen", &metrics]);
-    assert_eq!(fetch(&server.addr, "/healthz").0, 200);
-    assert_eq!(fetch(&server.addr, "/metrics").0, 404, "not beside /mcp");
-    let (status, body) = fetch(&metrics, "/metrics");
+    assert_eq!(http_get(server.addr(), "/healthz").0, 200);
+    assert_eq!(http_get(server.addr(), "/metrics").0, 404, "not beside /mcp");
+    let (status, body) = http_get(&metrics, "/metrics");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(GET_BUCKETS), "{body}");
     server.stop();

@@ -32,16 +32,11 @@ const NOTES: usize = 23;
 const TTL: Duration = Duration::from_secs(15 * 60);
 
 fn python() -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => panic!(
-            "AGENT_MEMORY_TEST_PYTHON is not set{}. The review page's browser tests need a \
-             Python with Playwright and Debian's chromium: run scripts/test, or\n  apt-get \
-             install chromium && python3 -m venv VENV && VENV/bin/pip install \
-             'playwright>=1.48,<2'\n  export AGENT_MEMORY_TEST_PYTHON=VENV/bin/python",
-            if std::env::var("CI").is_ok_and(|v| v == "true") { " under CI=true" } else { "" }
-        ),
-    }
+    support::python(
+        "The review page's browser tests need a Python with Playwright and Debian's chromium",
+        "run scripts/test, or\n  apt-get install chromium && python3 -m venv VENV && \
+         VENV/bin/pip install 'playwright>=1.48,<2'\n  export AGENT_MEMORY_TEST_PYTHON=VENV/bin/python",
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {

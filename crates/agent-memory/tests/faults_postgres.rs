@@ -14,15 +14,14 @@ mod support {
     pub mod load;
 }
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agent_memory::{MemoryScope, MemoryStore, PostgresMemoryStore};
+use agent_memory::{MemoryStore, PostgresMemoryStore};
 use agent_memory_testkit::postgres::PostgresServer;
 use tokio_postgres::NoTls;
 
-use support::load;
+use support::load::{self, Done};
 
 /// The store's `application_name`, by which the chaos task finds its backends.
 const STORE_APP: &str = "agent_memory_faults";
@@ -51,17 +50,8 @@ const SCHEDULE: &[(u64, Fault)] = &[
     (7200, Fault::Kill),
 ];
 
-#[derive(Debug, Default)]
-struct ChaosReport {
-    killed: Vec<i64>,
-    restarts: u32,
-    crash_restarts: u32,
-    skipped: u32,
-    log: Vec<String>,
-}
-
 /// Terminates every backend of the store from a fresh admin connection; returns how many.
-async fn terminate_store_backends(url: &str) -> Result<i64, String> {
+async fn terminate_store_backends(url: &str) -> Result<u64, String> {
     let (client, connection) =
         tokio_postgres::connect(url, NoTls).await.map_err(|e| format!("connect: {e}"))?;
     let driver = tokio::spawn(async move {
@@ -77,56 +67,32 @@ async fn terminate_store_backends(url: &str) -> Result<i64, String> {
         .map_err(|e| format!("terminate: {e}"))?;
     drop(client);
     let _ = driver.await;
-    Ok(row.get(0))
+    u64::try_from(row.get::<_, i64>(0)).map_err(|e| format!("count: {e}"))
 }
 
-async fn chaos(server: PostgresServer, started: Instant) -> (PostgresServer, ChaosReport) {
-    let admin_url = format!("{}?connect_timeout=3", server.url());
-    let mut server = Some(server);
-    let mut report = ChaosReport::default();
-    for &(at_ms, fault) in SCHEDULE {
-        let Some(at) = load::fault_time(started, at_ms, LOAD).await else {
-            report.skipped += 1;
-            continue;
-        };
-        match fault {
-            Fault::Kill => match terminate_store_backends(&admin_url).await {
-                Ok(n) => {
-                    report.killed.push(n);
-                    report.log.push(format!("{:.1}s kill {n}", at.as_secs_f64()));
-                }
-                Err(e) => report.log.push(format!("{:.1}s kill failed: {e}", at.as_secs_f64())),
-            },
-            Fault::Restart | Fault::CrashRestart => {
-                let mut owned = server.take().expect("the server is here between faults");
-                let crash = matches!(fault, Fault::CrashRestart);
-                owned = tokio::task::spawn_blocking(move || {
-                    if crash {
-                        owned.crash_restart();
-                    } else {
-                        owned.restart();
-                    }
-                    owned
-                })
-                .await
-                .expect("the server restarts");
-                server = Some(owned);
-                let took = started.elapsed() - at;
-                let name = if crash { "crash restart" } else { "restart" };
-                report.log.push(format!(
-                    "{:.1}s {name} ({:.1}s)",
-                    at.as_secs_f64(),
-                    took.as_secs_f64()
-                ));
+/// Applies one fault to `server`, and gives it back.
+async fn apply(server: PostgresServer, fault: Fault) -> (PostgresServer, Done) {
+    match fault {
+        Fault::Kill => {
+            let admin_url = format!("{}?connect_timeout=3", server.url());
+            (server, Done::Killed(terminate_store_backends(&admin_url).await))
+        }
+        Fault::Restart | Fault::CrashRestart => {
+            let crash = matches!(fault, Fault::CrashRestart);
+            let server = tokio::task::spawn_blocking(move || {
+                let mut server = server;
                 if crash {
-                    report.crash_restarts += 1;
+                    server.crash_restart();
                 } else {
-                    report.restarts += 1;
+                    server.restart();
                 }
-            }
+                server
+            })
+            .await
+            .expect("the server restarts");
+            (server, Done::Restarted { crash })
         }
     }
-    (server.expect("the server is back"), report)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,33 +108,7 @@ async fn postgres_keeps_every_acknowledged_write_through_killed_connections_and_
         .build()
         .expect("a valid configuration");
     store.start().await.expect("start");
-    let store: Arc<dyn MemoryStore> = Arc::new(store);
-    let app = format!("faults-{}", uuid::Uuid::new_v4().simple());
-    let scope = MemoryScope::new(app, "user").expect("valid ids");
-
-    let started = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let tasks = load::spawn(&store, &scope, &stop);
-    let (server, report) = tokio::spawn(chaos(server, started)).await.expect("the chaos task");
-    let (load_time, summary) =
-        load::finish(store.as_ref(), &scope, &stop, tasks, started, LOAD).await;
-    eprintln!(
-        "postgres faults: {} tasks for {:.1}s; chaos: {} (backends killed {:?}, restarts {}, \
-         crash restarts {}, skipped {})\npostgres faults: {}",
-        load::TASKS,
-        load_time.as_secs_f64(),
-        report.log.join(", "),
-        report.killed,
-        report.restarts,
-        report.crash_restarts,
-        report.skipped,
-        summary.line()
-    );
-    summary.assert_nothing_lost();
-    assert!(report.killed.iter().sum::<i64>() > 0, "the chaos killed no backend");
-    assert!(report.restarts + report.crash_restarts >= 1, "the server never restarted");
-    assert!(summary.storage_errors > 0, "the faults never reached the store");
-    assert!(summary.acked_keys >= 16 && summary.counter_acked >= 16, "too little load");
-    store.close().await.expect("close");
+    let chaos = |started| load::chaos(server, started, LOAD, SCHEDULE, apply);
+    let server = load::run_under_chaos("postgres", Arc::new(store), LOAD, chaos).await;
     drop(server);
 }

@@ -14,14 +14,13 @@ mod support {
     pub mod load;
 }
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agent_memory::{MemoryScope, MemoryStore, RedisMemoryStore};
+use agent_memory::{MemoryStore, RedisMemoryStore};
 use agent_memory_testkit::redis::RedisServer;
 
-use support::load;
+use support::load::{self, Done};
 
 /// How long the tasks write at least; faults are scheduled within it.
 const LOAD: Duration = Duration::from_secs(8);
@@ -45,57 +44,24 @@ const SCHEDULE: &[(u64, Fault)] = &[
     (6400, Fault::Kill),
 ];
 
-#[derive(Debug, Default)]
-struct ChaosReport {
-    killed: Vec<u64>,
-    restarts: u32,
-    skipped: u32,
-    log: Vec<String>,
-}
-
-async fn chaos(server: RedisServer, started: Instant) -> (RedisServer, ChaosReport) {
-    let mut server = Some(server);
-    let mut report = ChaosReport::default();
-    for &(at_ms, fault) in SCHEDULE {
-        let Some(at) = load::fault_time(started, at_ms, LOAD).await else {
-            report.skipped += 1;
-            continue;
-        };
-        let owned = server.take().expect("the server is here between faults");
-        let (owned, note) = tokio::task::spawn_blocking(move || {
-            let mut owned = owned;
-            let note = match fault {
-                Fault::Kill => owned.cli(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]),
-                Fault::Restart => {
-                    owned.restart();
-                    "restart".to_owned()
-                }
-            };
-            (owned, note)
-        })
-        .await
-        .expect("the fault ran");
-        server = Some(owned);
-        match fault {
-            Fault::Kill => match note.parse::<u64>() {
-                Ok(n) => {
-                    report.killed.push(n);
-                    report.log.push(format!("{:.1}s kill {n}", at.as_secs_f64()));
-                }
-                Err(_) => report.log.push(format!("{:.1}s kill said {note:?}", at.as_secs_f64())),
-            },
-            Fault::Restart => {
-                report.restarts += 1;
-                let took = started.elapsed() - at;
-                report.log.push(format!(
-                    "{:.1}s restart ({:.1}s)",
-                    at.as_secs_f64(),
-                    took.as_secs_f64()
-                ));
+/// Applies one fault to `server`, and gives it back.
+async fn apply(server: RedisServer, fault: Fault) -> (RedisServer, Done) {
+    tokio::task::spawn_blocking(move || {
+        let mut server = server;
+        let done = match fault {
+            Fault::Kill => {
+                let note = server.cli(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+                Done::Killed(note.parse::<u64>().map_err(|_| format!("the server said {note:?}")))
             }
-        }
-    }
-    (server.expect("the server is back"), report)
+            Fault::Restart => {
+                server.restart();
+                Done::Restarted { crash: false }
+            }
+        };
+        (server, done)
+    })
+    .await
+    .expect("the fault ran")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,32 +75,7 @@ async fn redis_keeps_every_acknowledged_write_through_killed_connections_and_res
         .build()
         .expect("valid options");
     store.start().await.expect("start on a durable server");
-    let store: Arc<dyn MemoryStore> = Arc::new(store);
-    let app = format!("faults-{}", uuid::Uuid::new_v4().simple());
-    let scope = MemoryScope::new(app, "user").expect("valid ids");
-
-    let started = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let tasks = load::spawn(&store, &scope, &stop);
-    let (server, report) = tokio::spawn(chaos(server, started)).await.expect("the chaos task");
-    let (load_time, summary) =
-        load::finish(store.as_ref(), &scope, &stop, tasks, started, LOAD).await;
-    eprintln!(
-        "redis faults: {} tasks for {:.1}s; chaos: {} (clients killed {:?}, restarts {}, \
-         skipped {})\nredis faults: {}",
-        load::TASKS,
-        load_time.as_secs_f64(),
-        report.log.join(", "),
-        report.killed,
-        report.restarts,
-        report.skipped,
-        summary.line()
-    );
-    summary.assert_nothing_lost();
-    assert!(report.killed.iter().sum::<u64>() > 0, "the chaos killed no connection");
-    assert!(report.restarts >= 1, "the server never restarted");
-    assert!(summary.storage_errors > 0, "the faults never reached the store");
-    assert!(summary.acked_keys >= 16 && summary.counter_acked >= 16, "too little load");
-    store.close().await.expect("close");
+    let chaos = |started| load::chaos(server, started, LOAD, SCHEDULE, apply);
+    let server = load::run_under_chaos("redis", Arc::new(store), LOAD, chaos).await;
     drop(server);
 }

@@ -6,6 +6,9 @@
 //! for this process; the restart test starts its own.
 
 mod support {
+    pub mod fixture;
+    pub mod leaks;
+    pub mod pg;
     pub mod search_options;
 }
 
@@ -13,61 +16,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::conformance::{increment_counter, Fixture};
+use agent_memory::postgres::PostgresMemoryStoreBuilder;
 use agent_memory::{
-    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
-    PostgresMemoryStore,
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore,
 };
 use agent_memory_testkit::postgres::{shared_url, PostgresServer};
-use serde_json::json;
-use support::search_options::drain;
-use tokio_postgres::NoTls;
-
-fn pooled_store() -> PostgresMemoryStore {
-    PostgresMemoryStore::builder(&shared_url())
-        .expect("a valid URL")
-        .min_connections(1)
-        .max_connections(4)
-        .build()
-        .expect("a valid configuration")
-}
+use support::fixture::{from_url, with_param};
+use support::leaks::error_text;
+use support::pg::{connect, unique};
 
 async fn store() -> Fixture {
     // Two stores with their own pools on one table: two replicas of a service.
-    Fixture::new(Arc::new(pooled_store())).with_replica(Arc::new(pooled_store())).with_quotas(
-        |quotas| {
-            let store = PostgresMemoryStore::builder(&shared_url())
-                .expect("a valid URL")
-                .min_connections(1)
-                .max_connections(4)
-                .quotas(quotas)
-                .build()
-                .expect("a valid configuration");
-            Arc::new(store)
-        },
-    )
+    let url = with_param(&shared_url(), "min_connections=1&max_connections=4");
+    from_url(url, PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-/// A fresh name, so tests sharing the server never share a table.
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-/// `url` with a driver parameter appended.
-fn with_param(url: &str, param: &str) -> String {
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}{param}")
-}
-
-/// A plain driver connection, for inspecting and disturbing the server.
-async fn raw(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
 
 fn scope(app: &str, user: &str) -> MemoryScope {
     MemoryScope::new(app, user).expect("valid ids")
@@ -123,6 +87,80 @@ async fn lock_row(locker: &tokio_postgres::Client, table: &str, app: &str, key: 
     assert_eq!(locked, 1);
 }
 
+/// Runs `op` while `locker` holds a row lock it needs, terminates its backend (found by
+/// `application_name`) once it blocks there, checks that it failed with `Storage`, and rolls
+/// the locker back; returns the terminated backend's pid.
+async fn kill_when_blocked<T: std::fmt::Debug + Send + 'static>(
+    admin: &tokio_postgres::Client,
+    locker: &tokio_postgres::Client,
+    application_name: &str,
+    op: impl std::future::Future<Output = agent_memory::Result<T>> + Send + 'static,
+) -> i32 {
+    let running = tokio::spawn(op);
+    let pid = blocked_backend(admin, application_name).await;
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
+    let err = running.await.expect("join").unwrap_err();
+    assert!(err.is_storage(), "{err}");
+    locker.batch_execute("ROLLBACK").await.expect("rollback");
+    pid
+}
+
+/// A started store on a fresh table that erases two rows a batch, its sessions named by a
+/// fresh `application_name`: the table, that name and the store.
+async fn erasing_in_pairs(prefix: &str) -> (String, String, Arc<PostgresMemoryStore>) {
+    let (table, application_name) = (unique(prefix), unique(&format!("{prefix}_app")));
+    let store = on_table(&table, Some(&application_name)).erase_batch_size(2).build();
+    let store = Arc::new(store.expect("config"));
+    store.start().await.expect("start");
+    (table, application_name, store)
+}
+
+/// Runs the erasure `op` while the row lock of `user-1`'s record (namespace, key) in `table` is
+/// held, so that it blocks at that row's batch, and kills it there (see [`kill_when_blocked`]);
+/// returns an admin connection, for counting what is left.
+async fn interrupt_erasure<T: std::fmt::Debug + Send + 'static>(
+    table: &str,
+    application_name: &str,
+    (namespace, key): (&str, &str),
+    op: impl std::future::Future<Output = agent_memory::Result<T>> + Send + 'static,
+) -> tokio_postgres::Client {
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
+    lock_user_record(&locker, table, namespace, key).await;
+    kill_when_blocked(&admin, &locker, application_name, op).await;
+    admin
+}
+
+/// A store on `table` of the shared server, its sessions named `application_name` when given.
+fn on_table(table: &str, application_name: Option<&str>) -> PostgresMemoryStoreBuilder {
+    let url = match application_name {
+        Some(name) => with_param(&shared_url(), &format!("application_name={name}")),
+        None => shared_url(),
+    };
+    PostgresMemoryStore::builder(&url).expect("url").table(table)
+}
+
+/// Runs `check` as `user-1` of `app` on a started store, with options from `configure`, on a
+/// fresh table; then closes the store and drops the table.
+async fn on_fresh_table(
+    prefix: &str,
+    configure: impl FnOnce(PostgresMemoryStoreBuilder) -> PostgresMemoryStoreBuilder,
+    check: impl AsyncFnOnce(&dyn MemoryStore, &MemoryScope),
+) {
+    let table = unique(prefix);
+    let store = configure(on_table(&table, None)).build().expect("config");
+    store.start().await.expect("start");
+    check(&store, &scope("app", "user-1")).await;
+    store.close().await.expect("close");
+    drop_table(&table).await;
+}
+
+/// Drops `table` from the shared server.
+async fn drop_table(table: &str) {
+    let admin = connect(&shared_url()).await;
+    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+}
+
 #[tokio::test]
 async fn open_builds_a_store_from_a_url_and_refuses_work_outside_start_and_close() {
     let table = unique("open");
@@ -139,8 +177,7 @@ async fn open_builds_a_store_from_a_url_and_refuses_work_outside_start_and_close
     store.close().await.expect("close is idempotent");
     let after = store.get(&s, "k").await.unwrap_err();
     assert!(after.is_storage(), "{after}");
-    let admin = raw(&shared_url()).await;
-    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    drop_table(&table).await;
 }
 
 #[tokio::test]
@@ -174,7 +211,7 @@ async fn replicas_starting_together_create_the_schema_once_and_record_its_versio
     let read = stores[7].get(&s, "k").await.expect("get").expect("present");
     assert_eq!(read.content, "from replica 0");
 
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
     let qualified = format!("\"{schema}\".\"{table}\"");
     let row = admin
         .query_one(
@@ -202,15 +239,8 @@ fn source_text(err: &MemoryError) -> String {
 #[tokio::test]
 async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differences() {
     let table = unique("provisioned");
-    let build = || {
-        PostgresMemoryStore::builder(&shared_url())
-            .expect("url")
-            .table(table.clone())
-            .setup_schema(false)
-            .build()
-            .expect("config")
-    };
-    let admin = raw(&shared_url()).await;
+    let build = || on_table(&table, None).setup_schema(false).build().expect("config");
+    let admin = connect(&shared_url()).await;
 
     // Missing table: no DDL runs, start fails and says why.
     let err = build().start().await.unwrap_err();
@@ -261,7 +291,7 @@ async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differe
         .expect("comment");
     let err = store.start().await.unwrap_err();
     assert!(source_text(&err).contains("records no schema version"), "{}", source_text(&err));
-    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    drop_table(&table).await;
 }
 
 /// A table of schema version 1 (no byte counts, no usage table) is upgraded by the first
@@ -271,7 +301,7 @@ async fn without_setup_the_store_checks_a_provisioned_table_and_explains_differe
 #[tokio::test]
 async fn a_version_1_table_is_upgraded_with_its_usage_counted() {
     let table = unique("upgrade");
-    let admin = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
     admin
         .batch_execute(&format!(
             "CREATE TABLE public.\"{table}\" (
@@ -296,13 +326,7 @@ async fn a_version_1_table_is_upgraded_with_its_usage_counted() {
         .await
         .expect("a version 1 table");
     let build = |setup: bool, quotas: agent_memory::Quotas| {
-        PostgresMemoryStore::builder(&shared_url())
-            .expect("url")
-            .table(table.clone())
-            .setup_schema(setup)
-            .quotas(quotas)
-            .build()
-            .expect("config")
+        on_table(&table, None).setup_schema(setup).quotas(quotas).build().expect("config")
     };
     let records = agent_memory::Quotas::default().max_records_per_user(1006);
     let err = build(false, records).start().await.expect_err("a version 1 table without setup");
@@ -353,163 +377,21 @@ async fn a_version_1_table_is_upgraded_with_its_usage_counted() {
 }
 
 #[tokio::test]
-async fn search_inspects_a_bounded_number_of_keys_per_call() {
-    let table = unique("search");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .search_scan_limit(5)
-        .build()
-        .expect("config");
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    for i in 0..12 {
-        store.put(&s, &format!("a{i:02}"), MemoryWrite::new("nothing here")).await.expect("put");
-    }
-    store.put(&s, "z", MemoryWrite::new("100% literal_match")).await.expect("put");
-
-    let first = store.search(&s, "literal_match", PageRequest::new(10)).await.expect("search");
-    assert!(first.items.is_empty(), "the first five keys do not match");
-    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
-
-    let mut found = Vec::new();
-    let mut calls = 0;
-    let mut page = PageRequest::new(10);
-    loop {
-        let result = store.search(&s, "literal_match", page.clone()).await.expect("search");
-        calls += 1;
-        found.extend(result.items.into_iter().map(|r| r.key));
-        match result.next_cursor {
-            Some(cursor) => page = PageRequest::new(10).after(cursor),
-            None => break,
-        }
-    }
-    assert_eq!(found, vec!["z".to_owned()]);
-    assert_eq!(calls, 3, "13 keys at 5 per call");
-
-    // Wildcards are literal.
-    let percent = store.search(&s, "0%", PageRequest::new(10).after_opt(None)).await;
-    let mut keys = Vec::new();
-    let mut page = PageRequest::new(10);
-    let mut result = percent.expect("search");
-    loop {
-        keys.extend(result.items.iter().map(|r| r.key.clone()));
-        let Some(cursor) = result.next_cursor else { break };
-        page = page.after(cursor);
-        result = store.search(&s, "0%", page.clone()).await.expect("search");
-    }
-    assert_eq!(keys, vec!["z".to_owned()]);
-    let underscore = store.search(&s, "g_h", PageRequest::new(10)).await.expect("search");
-    assert!(underscore.items.is_empty());
-
-    store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
-}
-
-#[tokio::test]
 async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_statement() {
-    let table = unique("modes");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .search_scan_limit(3)
-        .build()
-        .expect("config");
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
-    store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
-}
-
-#[tokio::test]
-async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
-    let table = unique("filtered");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .search_scan_limit(4)
-        .build()
-        .expect("config");
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    for i in 0..20 {
-        let pinned = i % 7 == 5;
-        let write = MemoryWrite::new("x").metadata(json!({"pinned": pinned}));
-        store.put(&s, &format!("n/{i:02}"), write).await.expect("put");
-    }
-    store.put(&s, "z", MemoryWrite::new("x").metadata(json!({"pinned": true}))).await.expect("put");
-    let pinned = MetadataFilter::new().field("pinned", true);
-    let request = || PageRequest::new(10).prefix("n/").metadata(pinned.clone());
-    let first = store.list(&s, request()).await.expect("list");
-    assert!(first.items.is_empty(), "n/00..n/03 hold no pinned record");
-    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
-    let (keys, calls) = drain(|after| store.list(&s, request().after_opt(after))).await;
-    assert_eq!(keys, ["n/05", "n/12", "n/19"]);
-    assert_eq!(calls, 6, "20 keys at 4 per call, then the end of the prefix");
-    // Without a filter, list keeps its one-statement page.
-    let all = store.list(&s, PageRequest::new(100)).await.expect("list");
-    assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
-    store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
+    let check = support::search_options::search_options_narrow_to_exact_answers;
+    on_fresh_table("modes", |store| store.search_scan_limit(3), check).await;
 }
 
 #[tokio::test]
 async fn the_words_of_a_query_share_the_byte_budget() {
-    let table = unique("words");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .search_scan_bytes(400)
-        .build()
-        .expect("config");
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    for i in 0..8 {
-        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
-        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.expect("put");
-    }
-    let (keys, phrase_calls) = drain(|after| {
-        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    let (keys, word_calls) = drain(|after| {
-        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
-        store.search(&s, "alpha beta", request)
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    // 100 bytes a record: four per call for one needle, two for two.
-    assert_eq!((phrase_calls, word_calls), (2, 4));
-    store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
+    let check = support::search_options::the_words_of_a_query_share_the_byte_budget;
+    on_fresh_table("words", |store| store.search_scan_bytes(400), check).await;
 }
 
 #[tokio::test]
 async fn purge_expired_inspects_at_most_limit_keys_per_call() {
     let table = unique("purge");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .build()
-        .expect("config");
+    let store = on_table(&table, None).build().expect("config");
     store.start().await.expect("start");
     let s = scope("app", "user-1");
     let soon = agent_memory::Timestamp::now().saturating_add(Duration::from_millis(800));
@@ -534,7 +416,7 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
     }
     assert_eq!(deleted, 5);
     assert_eq!(calls, 4, "10 keys at 3 per call");
-    let left = raw(&shared_url())
+    let left = connect(&shared_url())
         .await
         .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
         .await
@@ -542,74 +424,12 @@ async fn purge_expired_inspects_at_most_limit_keys_per_call() {
         .get::<_, i64>(0);
     assert_eq!(left, 5);
     store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
-}
-
-#[tokio::test]
-async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
-    let table = unique("search_bytes");
-    let store = PostgresMemoryStore::builder(&shared_url())
-        .expect("url")
-        .table(table.clone())
-        .search_scan_bytes(250)
-        .build()
-        .expect("config");
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    let query = format!("{}needle", "y".repeat(20));
-    for n in 0..10 {
-        // Every record holds the query's first 16 bytes; only key-07 holds all of it.
-        let content = if n == 7 {
-            format!("{query}{}", "x".repeat(74))
-        } else {
-            format!("{}{}", "y".repeat(20), "x".repeat(80))
-        };
-        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
-    }
-    let mut calls = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&s, &query, PageRequest::new(10).after_opt(cursor.take()))
-            .await
-            .expect("search");
-        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
-    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
-    assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
-    let paged = store.search(&s, &query, PageRequest::new(1)).await.expect("search");
-    assert!(paged.items.is_empty() && paged.next_cursor.is_some());
-    store.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
+    drop_table(&table).await;
 }
 
 #[tokio::test]
 async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
-    let table = unique("erase_ns");
-    let application_name = unique("erase_ns_app");
-    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
-    let store = Arc::new(
-        PostgresMemoryStore::builder(&url)
-            .expect("url")
-            .table(table.clone())
-            .erase_batch_size(2)
-            .build()
-            .expect("config"),
-    );
-    store.start().await.expect("start");
+    let (table, application_name, store) = erasing_in_pairs("erase_ns").await;
     let s = scope("app", "user-1").with_namespace("notes").expect("namespace");
     for k in 0..5 {
         store.put(&s, &format!("k{k}"), MemoryWrite::new("x")).await.expect("put");
@@ -618,18 +438,11 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&kept, "k0", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row, so the third batch blocks; kill it there.
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
-    lock_user_record(&locker, &table, "notes", "k4").await;
     let erasing = {
         let (store, s) = (Arc::clone(&store), s.clone());
-        tokio::spawn(async move { store.delete_all(&s).await })
+        async move { store.delete_all(&s).await }
     };
-    let pid = blocked_backend(&admin, &application_name).await;
-    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
-    let err = erasing.await.expect("join").unwrap_err();
-    assert!(err.is_storage(), "{err}");
-    locker.batch_execute("ROLLBACK").await.expect("rollback");
+    let admin = interrupt_erasure(&table, &application_name, ("notes", "k4"), erasing).await;
 
     let count_sql = format!(
         "SELECT count(*) FROM public.\"{table}\" WHERE user_id = 'user-1' AND namespace = $1"
@@ -641,23 +454,12 @@ async fn delete_all_commits_batches_and_a_retry_after_interruption_finishes() {
     assert_eq!(left, 0);
     assert!(store.get(&kept, "k0").await.expect("get").is_some(), "other namespaces stay");
     store.close().await.expect("close");
-    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    drop_table(&table).await;
 }
 
 #[tokio::test]
 async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
-    let table = unique("erase");
-    let application_name = unique("erase_app");
-    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
-    let store = Arc::new(
-        PostgresMemoryStore::builder(&url)
-            .expect("url")
-            .table(table.clone())
-            .erase_batch_size(2)
-            .build()
-            .expect("config"),
-    );
-    store.start().await.expect("start");
+    let (table, application_name, store) = erasing_in_pairs("erase").await;
     let base = scope("app", "user-1");
     for ns in [None, Some("ns1"), Some("ns2")] {
         let s = match ns {
@@ -672,18 +474,11 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     store.put(&other, "k", MemoryWrite::new("kept")).await.expect("put");
 
     // Hold the lock of the last row in batch order, so the fifth batch blocks; kill it there.
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
-    lock_user_record(&locker, &table, "ns2", "k2").await;
     let erasing = {
         let store = Arc::clone(&store);
-        tokio::spawn(async move { store.delete_user("app", "user-1").await })
+        async move { store.delete_user("app", "user-1").await }
     };
-    let pid = blocked_backend(&admin, &application_name).await;
-    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
-    let err = erasing.await.expect("join").unwrap_err();
-    assert!(err.is_storage(), "{err}");
-    locker.batch_execute("ROLLBACK").await.expect("rollback");
+    let admin = interrupt_erasure(&table, &application_name, ("ns2", "k2"), erasing).await;
 
     let count_sql =
         format!("SELECT count(*) FROM public.\"{table}\" WHERE app = 'app' AND user_id = $1");
@@ -699,18 +494,15 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
     assert!(namespaces.items.is_empty());
     assert!(store.get(&other, "k").await.expect("get").is_some(), "other users are untouched");
     store.close().await.expect("close");
-    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    drop_table(&table).await;
 }
 
 #[tokio::test]
 async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_recovers() {
     let table = unique("terminate");
     let application_name = unique("terminate_app");
-    let url = with_param(&shared_url(), &format!("application_name={application_name}"));
     let store = Arc::new(
-        PostgresMemoryStore::builder(&url)
-            .expect("url")
-            .table(table.clone())
+        on_table(&table, Some(&application_name))
             .min_connections(1)
             .max_connections(1)
             .build()
@@ -720,19 +512,14 @@ async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_reco
     let s = scope("app", "user-1");
     store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
 
-    let admin = raw(&shared_url()).await;
-    let locker = raw(&shared_url()).await;
+    let admin = connect(&shared_url()).await;
+    let locker = connect(&shared_url()).await;
     lock_row(&locker, &table, "app", "k").await;
     let writing = {
-        let store = Arc::clone(&store);
-        let s = s.clone();
-        tokio::spawn(async move { store.put(&s, "k", MemoryWrite::new("in flight")).await })
+        let (store, s) = (Arc::clone(&store), s.clone());
+        async move { store.put(&s, "k", MemoryWrite::new("in flight")).await }
     };
-    let pid = blocked_backend(&admin, &application_name).await;
-    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate");
-    let err = writing.await.expect("join").unwrap_err();
-    assert!(err.is_storage(), "{err}");
-    locker.batch_execute("ROLLBACK").await.expect("rollback");
+    let pid = kill_when_blocked(&admin, &locker, &application_name, writing).await;
 
     // The only pooled connection died; the next operations get a fresh one on their own.
     let read = store.get(&s, "k").await.expect("get after the kill").expect("present");
@@ -755,7 +542,7 @@ async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_reco
     assert_eq!(read.content, "after");
 
     store.close().await.expect("close");
-    admin.batch_execute(&format!("DROP TABLE public.\"{table}\"")).await.expect("drop");
+    drop_table(&table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -776,8 +563,8 @@ async fn a_server_restart_fails_the_operation_in_flight_and_the_pool_recovers() 
     let s = scope("app", "user-1");
     store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
 
-    let admin = raw(&server.url()).await;
-    let locker = raw(&server.url()).await;
+    let admin = connect(&server.url()).await;
+    let locker = connect(&server.url()).await;
     lock_row(&locker, agent_memory::postgres::DEFAULT_TABLE, "app", "k").await;
     let writing = {
         let store = Arc::clone(&store);
@@ -850,16 +637,9 @@ async fn errors_and_debug_output_never_show_the_password() {
     assert!(!format!("{store:?}").contains(password));
     let err = store.start().await.unwrap_err();
     assert!(err.is_storage(), "{err}");
-    let mut texts = vec![err.to_string(), format!("{err:?}")];
-    let mut source = std::error::Error::source(&err);
-    while let Some(inner) = source {
-        texts.push(inner.to_string());
-        source = inner.source();
-    }
-    for text in &texts {
-        assert!(!text.contains(password), "leaked in {text}");
-        assert!(!text.contains(&url), "leaked the URL in {text}");
-    }
+    let text = error_text(&err);
+    assert!(!text.contains(password), "leaked in {text}");
+    assert!(!text.contains(&url), "leaked the URL in {text}");
     let bad = agent_memory::open(&format!("postgres://u:{password}@host:port/db")).unwrap_err();
     assert!(bad.is_invalid());
     assert!(!bad.to_string().contains(password));
@@ -868,16 +648,7 @@ async fn errors_and_debug_output_never_show_the_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_see_each_other_and_race_compare_and_set_correctly() {
     let table = unique("replicas");
-    let replica = || {
-        Arc::new(
-            PostgresMemoryStore::builder(&shared_url())
-                .expect("url")
-                .table(table.clone())
-                .max_connections(4)
-                .build()
-                .expect("config"),
-        )
-    };
+    let replica = || Arc::new(on_table(&table, None).max_connections(4).build().expect("config"));
     let (a, b) = (replica(), replica());
     a.start().await.expect("start a");
     b.start().await.expect("start b");
@@ -927,9 +698,5 @@ async fn two_replicas_see_each_other_and_race_compare_and_set_correctly() {
 
     a.close().await.expect("close");
     b.close().await.expect("close");
-    raw(&shared_url())
-        .await
-        .batch_execute(&format!("DROP TABLE public.\"{table}\""))
-        .await
-        .expect("drop");
+    drop_table(&table).await;
 }

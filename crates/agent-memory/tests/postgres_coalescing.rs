@@ -5,25 +5,17 @@
 //! The server is `AGENT_MEMORY_TEST_POSTGRES_URL` when set, otherwise one the testkit starts
 //! for this process.
 
+mod support {
+    pub mod pg;
+}
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, PostgresMemoryStore};
 use agent_memory_testkit::postgres::shared_url;
-use tokio_postgres::NoTls;
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-async fn raw(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
+use support::pg::{connect, unique};
 
 fn scope(app: &str, user: &str) -> MemoryScope {
     MemoryScope::new(app, user).expect("valid ids")
@@ -275,7 +267,7 @@ async fn commits(admin: &tokio_postgres::Client, database: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writes_share_commits_and_a_batch_bound_of_one_does_not() {
     let url = shared_url();
-    let admin = raw(&url).await;
+    let admin = connect(&url).await;
     let database = unique("coalesce_db");
     admin.batch_execute(&format!("CREATE DATABASE \"{database}\"")).await.expect("create");
     let store_url = on_database(&url, &database);

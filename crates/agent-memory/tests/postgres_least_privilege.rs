@@ -5,16 +5,17 @@
 //! as that role; the tests below show the role really cannot do more.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod pg;
 }
-
-use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PostgresMemoryStore};
 use agent_memory_testkit::postgres::shared_url;
+use support::apps::{fresh_app, fresh_scope};
+use support::pg::{connect, unique};
 use tokio::sync::OnceCell;
-use tokio_postgres::NoTls;
 
 /// The login role of the application.
 const ROLE: &str = "agent_memory_app";
@@ -22,12 +23,7 @@ const ROLE: &str = "agent_memory_app";
 const SCHEMA: &str = "memories";
 
 async fn admin() -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(&shared_url(), NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    connect(&shared_url()).await
 }
 
 /// `shared_url()` as the application role.
@@ -70,11 +66,7 @@ async fn provisioned() -> &'static str {
 async fn store() -> Fixture {
     provisioned().await;
     let url = as_role("setup_schema=false&max_connections=4");
-    let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"));
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid URL"))
-    })
+    support::fixture::from_url(url, PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
@@ -84,7 +76,7 @@ async fn with_setup_on_the_role_starts_on_an_existing_table_without_ddl() {
     provisioned().await;
     let store = PostgresMemoryStore::from_url(&as_role("max_connections=2")).unwrap();
     store.start().await.expect("no DDL runs when the table exists");
-    let s = MemoryScope::new(format!("lp-{}", uuid::Uuid::new_v4().simple()), "u").unwrap();
+    let s = fresh_scope("lp", "u");
     store.put(&s, "k", MemoryWrite::new("v")).await.unwrap();
     store.close().await.unwrap();
 }
@@ -96,11 +88,7 @@ async fn the_role_cannot_create_what_it_was_not_given() {
     let store = PostgresMemoryStore::from_url(&as_role("table=not_provisioned")).unwrap();
     let err = store.start().await.unwrap_err();
     assert!(err.is_storage(), "{err}");
-    let (client, connection) =
-        tokio_postgres::connect(&role_url(), NoTls).await.expect("connect as the role");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
+    let client = connect(&role_url()).await;
     for statement in [
         format!("CREATE TABLE {SCHEMA}.other (x int)"),
         "CREATE TABLE public.other (x int)".to_owned(),
@@ -123,11 +111,7 @@ async fn stranger() -> tokio_postgres::Client {
     })
     .await;
     let url = shared_url().replacen("postgres://postgres@", &format!("postgres://{STRANGER}@"), 1);
-    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    connect(&url).await
 }
 
 /// A store the administrator sets up in the `public` schema, whose `USAGE` every role has, so
@@ -142,10 +126,6 @@ async fn public_store(table: &str, setup: bool) -> PostgresMemoryStore {
         .unwrap();
     store.start().await.expect("start");
     store
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
 }
 
 /// The victim's usage row: (records, bytes), if any.
@@ -172,6 +152,24 @@ fn refused(result: Result<(), tokio_postgres::Error>) -> String {
     err.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default()
 }
 
+/// A store on a fresh table of the `public` schema (see [`public_store`]) where `alice` of a
+/// fresh application holds the record `k`.
+struct Victim {
+    table: String,
+    store: PostgresMemoryStore,
+    app: String,
+    victim: MemoryScope,
+}
+
+async fn victim(table_prefix: &str) -> Victim {
+    let table = unique(table_prefix);
+    let store = public_store(&table, true).await;
+    let app = fresh_app("victim");
+    let victim = MemoryScope::new(&app, "alice").unwrap();
+    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    Victim { table, store, app, victim }
+}
+
 /// The attack a security review ran: a login with no grants created a trigger on its own
 /// temporary table naming the usage function and fed it made-up rows, raising other users'
 /// usage past their quotas or deleting their usage rows. The function is not executable by
@@ -179,11 +177,7 @@ fn refused(result: Result<(), tokio_postgres::Error>) -> String {
 /// table cannot be written directly.
 #[tokio::test]
 async fn a_role_without_grants_cannot_reach_the_usage_trigger_or_the_usage_table() {
-    let table = unique("guarded");
-    let store = public_store(&table, true).await;
-    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, victim } = victim("guarded").await;
     let held = usage_of(&table, &app).await.expect("a usage row");
 
     let client = stranger().await;
@@ -218,11 +212,7 @@ async fn a_role_without_grants_cannot_reach_the_usage_trigger_or_the_usage_table
 /// make it count rows of another table: it refuses any `TG_RELID` but the store's own.
 #[tokio::test]
 async fn the_usage_function_refuses_rows_of_any_other_table() {
-    let table = unique("own_table");
-    let store = public_store(&table, true).await;
-    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, .. } = victim("own_table").await;
     let held = usage_of(&table, &app).await.expect("a usage row");
 
     let client = admin().await;
@@ -247,11 +237,7 @@ async fn the_usage_function_refuses_rows_of_any_other_table() {
 /// the write fails (an honest `Storage` error) instead of leaving a row that lifts the quota.
 #[tokio::test]
 async fn a_usage_count_never_goes_negative() {
-    let table = unique("nonneg");
-    let store = public_store(&table, true).await;
-    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
-    let victim = MemoryScope::new(&app, "alice").unwrap();
-    store.put(&victim, "k", MemoryWrite::new("held")).await.unwrap();
+    let Victim { table, store, app, victim } = victim("nonneg").await;
     let tampered = admin()
         .await
         .batch_execute(&format!("UPDATE public.\"{table}_usage\" SET bytes = -1"))
@@ -281,7 +267,7 @@ async fn an_earlier_install_is_secured_by_the_first_start_with_setup() {
     provisioned().await;
     let table = unique("earlier");
     let store = public_store(&table, true).await;
-    let app = format!("victim-{}", uuid::Uuid::new_v4().simple());
+    let app = fresh_app("victim");
     let victim = MemoryScope::new(&app, "alice").unwrap();
     store.put(&victim, "k1", MemoryWrite::new("one")).await.unwrap();
     store.put(&victim, "k2", MemoryWrite::new("two")).await.unwrap();

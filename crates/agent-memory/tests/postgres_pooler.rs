@@ -6,15 +6,15 @@
 //! prepared by name would fail here.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
 }
 
-use std::sync::Arc;
-
 use agent_memory::conformance::Fixture;
-use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore};
+use agent_memory::{MemoryStore, MemoryWrite, PageRequest, PostgresMemoryStore};
 use agent_memory_testkit::pgbouncer::shared_pooler;
 use agent_memory_testkit::tls::shared_certs;
+use support::apps::fresh_scope;
 
 /// The pooler's URL with `query` appended.
 fn pooled(query: &str) -> String {
@@ -22,20 +22,11 @@ fn pooled(query: &str) -> String {
 }
 
 async fn store() -> Fixture {
-    let url = pooled("max_connections=4");
-    let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid pooler URL"));
     // Two stores with their own pools: two replicas of a service, through one pooler.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid pooler URL"))
-    })
+    support::fixture::from_url(pooled("max_connections=4"), PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn scope() -> MemoryScope {
-    MemoryScope::new(format!("pg-pooler-{}", uuid::Uuid::new_v4().simple()), "user").unwrap()
-}
 
 #[tokio::test]
 async fn the_builder_turns_prepared_statements_off_too() {
@@ -46,7 +37,7 @@ async fn the_builder_turns_prepared_statements_off_too() {
         .build()
         .unwrap();
     store.start().await.unwrap();
-    let s = scope();
+    let s = fresh_scope("pg-pooler", "user");
     let written = store.put(&s, "k", MemoryWrite::new("through the pooler")).await.unwrap();
     assert_eq!(store.get(&s, "k").await.unwrap(), Some(written));
     assert_eq!(store.delete_all(&s).await.unwrap(), 1, "an execute reports its row count");
@@ -64,7 +55,7 @@ async fn a_managed_pooler_url_with_tls_works_unchanged() {
     .replace("127.0.0.1", "localhost");
     let store = agent_memory::open(&url).unwrap();
     store.start().await.unwrap();
-    let s = scope();
+    let s = fresh_scope("pg-pooler", "user");
     for i in 0..20 {
         store.put(&s, &format!("k{i:02}"), MemoryWrite::new("v")).await.unwrap();
     }
@@ -81,7 +72,7 @@ async fn the_pooled_and_the_direct_store_share_one_table() {
     let pooled = PostgresMemoryStore::from_url(&pooled("max_connections=2")).unwrap();
     direct.start().await.unwrap();
     pooled.start().await.unwrap();
-    let s = scope();
+    let s = fresh_scope("pg-pooler", "user");
     let written = pooled.put(&s, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(direct.get(&s, "k").await.unwrap(), Some(written.clone()));
     let replaced = direct

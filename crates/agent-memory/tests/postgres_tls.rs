@@ -7,17 +7,22 @@
 //! password.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod leaks;
+    pub mod pg;
+    pub mod tls;
 }
-
-use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
 use agent_memory::postgres::SslMode;
-use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, PostgresMemoryStore};
+use agent_memory::{MemoryError, MemoryStore, MemoryWrite, PostgresMemoryStore};
 use agent_memory_testkit::postgres::{shared_tls_server, shared_url, PASSWORD_ROLE};
 use agent_memory_testkit::tls::{shared_certs, CLIENT_NAME};
-use tokio_postgres::NoTls;
+use support::apps::fresh_scope;
+use support::leaks::error_text;
+use support::pg::{connect, unique};
+use support::tls;
 
 /// `postgres://postgres@HOST:PORT/postgres?QUERY` on the TLS server.
 fn tls_url(host: &str, query: &str) -> String {
@@ -32,43 +37,14 @@ fn verify_full() -> String {
 
 async fn store() -> Fixture {
     let url = tls_url("127.0.0.1", &format!("{}&max_connections=4", verify_full()));
-    let open = || Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"));
-    // Two stores with their own pools: two replicas of a service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(PostgresMemoryStore::from_url(&url).expect("a valid TLS URL"))
-    })
+    support::fixture::from_url(url, PostgresMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
 
-fn scope() -> MemoryScope {
-    MemoryScope::new(format!("pg-tls-{}", uuid::Uuid::new_v4().simple()), "user").unwrap()
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-/// Every message in an error's chain, for checks that nothing private leaks.
-fn chain(err: &MemoryError) -> String {
-    let mut text = format!("{err} | {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(inner) = source {
-        text.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    text
-}
-
 /// A plain admin connection to the TLS server, for checking what the store's sessions use.
 async fn admin() -> tokio_postgres::Client {
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", shared_tls_server().port());
-    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    connect(&format!("postgres://postgres@127.0.0.1:{}/postgres", shared_tls_server().port())).await
 }
 
 /// Starts a store on `url` (tagged with a fresh `application_name`), writes and reads one
@@ -78,7 +54,7 @@ async fn round_trip_encrypted(url: &str) -> Result<bool, MemoryError> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let store = PostgresMemoryStore::from_url(&format!("{url}{separator}application_name={name}"))?;
     store.start().await?;
-    let s = scope();
+    let s = fresh_scope("pg-tls", "user");
     store.put(&s, "k", MemoryWrite::new("over the wire")).await?;
     assert_eq!(store.get(&s, "k").await?.expect("present").content, "over the wire");
     let row = admin()
@@ -146,14 +122,7 @@ async fn an_unknown_ca_is_refused_as_tls_in_every_mode_that_has_a_root_certifica
     // libpq's twist: require with a root certificate checks the chain, as verify-ca does.
     for mode in ["verify-full", "verify-ca", "require"] {
         let url = tls_url("127.0.0.1", &format!("sslmode={mode}&sslrootcert={}", other.display()));
-        let err = start_error(&url).await;
-        assert!(err.is_storage(), "{mode}: {err}");
-        assert_eq!(
-            err.to_string(),
-            "storage error (postgres): TLS: the server's certificate is not signed by a trusted \
-             authority (check the CA certificate setting)",
-            "{mode}"
-        );
+        tls::assert_refused(&start_error(&url).await, "postgres", tls::UNTRUSTED, mode);
     }
     // prefer checks the chain too, but as libpq does, a failed handshake is retried once in
     // plain text (with a warning): the server accepts both here.
@@ -168,11 +137,7 @@ async fn a_host_name_the_certificate_lacks_fails_verify_full_but_not_verify_ca()
     let ca = shared_certs().ca();
     let url =
         tls_url("127.0.0.1", &format!("{target}&sslmode=verify-full&sslrootcert={}", ca.display()));
-    let err = start_error(&url).await;
-    assert_eq!(
-        err.to_string(),
-        "storage error (postgres): TLS: the server's certificate does not name the host connected to"
-    );
+    tls::assert_refused(&start_error(&url).await, "postgres", tls::WRONG_HOST, "verify-full");
     let url =
         tls_url("127.0.0.1", &format!("{target}&sslmode=verify-ca&sslrootcert={}", ca.display()));
     assert!(round_trip_encrypted(&url).await.unwrap(), "verify-ca checks the chain only");
@@ -186,13 +151,8 @@ async fn require_and_stricter_fail_against_a_server_without_tls() {
         ["sslmode=require".to_owned(), format!("sslmode=verify-full&sslrootcert={}", ca.display())]
     {
         let err = start_error(&format!("{plain}?{query}")).await;
-        assert!(err.is_storage(), "{query}: {err}");
-        assert_eq!(
-            err.to_string(),
-            "storage error (postgres): TLS: the server does not accept TLS connections, and \
-             sslmode requires them",
-            "{query}"
-        );
+        let reason = "the server does not accept TLS connections, and sslmode requires them";
+        tls::assert_refused(&err, "postgres", reason, &query);
     }
 }
 
@@ -243,7 +203,7 @@ async fn a_client_certificate_logs_in_where_the_server_requires_one() {
     // Without the certificate the server refuses the role (pg_hba `cert`).
     let err = start_error(&base).await;
     assert!(err.is_storage(), "{err}");
-    assert!(chain(&err).contains("certificate"), "{}", chain(&err));
+    assert!(error_text(&err).contains("certificate"), "{}", error_text(&err));
 }
 
 #[tokio::test]
@@ -280,7 +240,7 @@ async fn no_password_shows_in_errors_or_debug_output_of_a_tls_store() {
     let store = PostgresMemoryStore::from_url(&url).unwrap();
     assert!(!format!("{store:?}").contains(password));
     let err = store.start().await.unwrap_err();
-    assert!(!chain(&err).contains(password), "{}", chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 }
 
 #[tokio::test]
@@ -305,10 +265,10 @@ async fn a_console_url_with_a_password_and_channel_binding_works_unchanged() {
         shared_tls_server().port(),
         unique("console")
     );
-    assert!(round_trip_encrypted(&url).await.unwrap_or_else(|err| panic!("{}", chain(&err))));
+    assert!(round_trip_encrypted(&url).await.unwrap_or_else(|err| panic!("{}", error_text(&err))));
     // Without TLS the server refuses the role, and channel binding cannot be had anyway.
     let plain = url.replace("sslmode=require", "sslmode=disable");
     let err = start_error(&plain).await;
     assert!(err.is_storage());
-    assert!(!chain(&err).contains(password), "{}", chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 }

@@ -2,39 +2,30 @@
 //! server, plus erasure, durability and fault tests on servers of their own.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod leaks;
     pub mod search_options;
 }
 
 use std::collections::HashMap;
-use std::error::Error as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{
-    MemoryError, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
-    RedisMemoryStore, Timestamp,
+    MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore, Timestamp,
 };
 use agent_memory_testkit::redis::{shared_url, RedisServer};
-use serde_json::json;
-use support::search_options::drain;
+use support::apps::{fresh_app, fresh_scope};
+use support::fixture::{from_url, with_param};
+use support::leaks::error_text;
 
 async fn store() -> Fixture {
-    let url = shared_url();
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"));
-    // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid test URL"))
-    })
+    from_url(shared_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn app() -> String {
-    format!("redis-test-{}", uuid::Uuid::new_v4().simple())
-}
 
 async fn started(url: &str) -> RedisMemoryStore {
     let store = RedisMemoryStore::from_url(url).expect("a valid URL");
@@ -42,24 +33,11 @@ async fn started(url: &str) -> RedisMemoryStore {
     store
 }
 
-/// Every message in an error's chain, for checks that nothing private leaks.
-fn error_chain(err: &MemoryError) -> String {
-    let mut text = format!("{err} | {err:?}");
-    let mut source = err.source();
-    while let Some(inner) = source {
-        text.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    text
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(3).build().unwrap();
-    store.start().await.unwrap();
-    let app = app();
+    let store = started(&with_param(&server.url(), "erase_batch_size=3")).await;
+    let app = fresh_app("redis-test");
 
     // Another user of the same application, and the same user id in another application.
     let other = MemoryScope::new(&app, "other").unwrap();
@@ -122,7 +100,7 @@ async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
 async fn records_from_before_usage_was_kept_are_counted_once() {
     let server = RedisServer::start();
     let plain = started(&server.url()).await;
-    let user = MemoryScope::new(app(), "legacy").unwrap();
+    let user = fresh_scope("redis-test", "legacy");
     let notes = user.with_namespace("notes").unwrap();
     let source = agent_memory::Source { agent: Some("bot \"1\"".into()), ..Default::default() };
     let metadata = serde_json::json!({"k": [1, "é"]});
@@ -172,7 +150,7 @@ async fn records_from_before_usage_was_kept_are_counted_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revisions_are_not_reused_after_the_user_is_erased() {
     let store = started(&shared_url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.push(store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap().revision);
@@ -189,9 +167,10 @@ async fn revisions_are_not_reused_after_the_user_is_erased() {
     assert!(matches!(err, Err(MemoryError::Conflict { .. })));
 }
 
+/// With the lowest list budget there is (one more than the largest page) and a search budget
+/// below a page, `list` still fills its pages: its budget never drops below a page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn search_scans_a_bounded_number_of_keys_per_call() {
-    // The lowest list budget there is: one more than the largest page.
+async fn list_fills_its_pages_with_the_lowest_list_budget() {
     let store = RedisMemoryStore::builder(&shared_url())
         .unwrap()
         .search_scan_limit(10)
@@ -199,137 +178,36 @@ async fn search_scans_a_bounded_number_of_keys_per_call() {
         .build()
         .unwrap();
     store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     for i in 0..35 {
         let content = if i % 17 == 16 { "needle here" } else { "hay" };
         store.put(&scope, &format!("k{i:02}"), MemoryWrite::new(content)).await.unwrap();
     }
-    let first = store.search(&scope, "needle", PageRequest::new(5)).await.unwrap();
-    assert!(first.items.is_empty(), "only k00..k09 were inspected");
-    assert!(first.next_cursor.is_some());
-    let mut found = Vec::new();
-    let mut calls = 0;
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&scope, "needle", PageRequest::new(5).after_opt(cursor.take()))
-            .await
-            .unwrap();
-        calls += 1;
-        found.extend(page.items.into_iter().map(|r| r.key));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    assert_eq!(found, ["k16", "k33"]);
-    assert!(calls >= 4, "35 keys at 10 per call take at least 4 calls, took {calls}");
-    // list fills its pages (its scan budget never drops below a page).
     let page = store.list(&scope, PageRequest::new(100)).await.unwrap();
     assert_eq!(page.items.len(), 35);
     assert!(page.next_cursor.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn search_inspects_a_bounded_number_of_content_bytes_per_call() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(250).build().unwrap();
-    store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap();
-    let query = format!("{}needle", "y".repeat(20));
-    for n in 0..10 {
-        // Every record holds the query's first 16 bytes; only key-07 holds all of it.
-        let content = if n == 7 {
-            format!("{query}{}", "x".repeat(74))
-        } else {
-            format!("{}{}", "y".repeat(20), "x".repeat(80))
-        };
-        store.put(&scope, &format!("key-{n:02}"), MemoryWrite::new(content)).await.unwrap();
-    }
-    let mut calls = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&scope, &query, PageRequest::new(10).after_opt(cursor.take()))
-            .await
-            .unwrap();
-        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
-    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three per call: {calls:?}");
-    assert_eq!(calls.concat(), ["key-07"], "candidates without the whole query are dropped");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_modes_case_folding_and_metadata_filters_narrow_in_the_script() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(3).build().unwrap();
-    store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
+    let store = started(&with_param(&shared_url(), "search_scan_limit=3")).await;
+    let s = fresh_scope("redis-test", "user");
     support::search_options::search_options_narrow_to_exact_answers(&store, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_filtered_list_is_a_bounded_scan_within_its_prefix() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_limit(4).build().unwrap();
-    store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
-    for i in 0..20 {
-        let write = MemoryWrite::new("x").metadata(json!({"pinned": i % 7 == 5}));
-        store.put(&s, &format!("n/{i:02}"), write).await.unwrap();
-    }
-    store.put(&s, "z", MemoryWrite::new("x").metadata(json!({"pinned": true}))).await.unwrap();
-    let pinned = MetadataFilter::new().field("pinned", true);
-    let request = || PageRequest::new(10).prefix("n/").metadata(pinned.clone());
-    let first = store.list(&s, request()).await.unwrap();
-    assert!(first.items.is_empty(), "n/00..n/03 hold no pinned record");
-    assert!(first.next_cursor.is_some(), "an exhausted bound returns a cursor");
-    let (keys, calls) = drain(|after| store.list(&s, request().after_opt(after))).await;
-    assert_eq!(keys, ["n/05", "n/12", "n/19"]);
-    assert!(calls >= 5, "20 keys at 4 per call, took {calls}");
-    // Without a filter, list keeps its own budget and fills its page.
-    let all = store.list(&s, PageRequest::new(100)).await.unwrap();
-    assert_eq!((all.items.len(), all.next_cursor.is_none()), (21, true));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_words_of_a_query_share_the_byte_budget() {
-    let store =
-        RedisMemoryStore::builder(&shared_url()).unwrap().search_scan_bytes(400).build().unwrap();
-    store.start().await.unwrap();
-    let s = MemoryScope::new(app(), "user").unwrap();
-    for i in 0..8 {
-        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
-        store.put(&s, &format!("k{i}"), MemoryWrite::new(content)).await.unwrap();
-    }
-    let (keys, phrase_calls) = drain(|after| {
-        store.search(&s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    let (keys, word_calls) = drain(|after| {
-        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
-        store.search(&s, "alpha beta", request)
-    })
-    .await;
-    assert_eq!(keys, ["k6"]);
-    // 100 bytes a record: four per call for one needle, two for two.
-    assert_eq!((phrase_calls, word_calls), (2, 4));
+    let store = started(&with_param(&shared_url(), "search_scan_bytes=400")).await;
+    let s = fresh_scope("redis-test", "user");
+    support::search_options::the_words_of_a_query_share_the_byte_budget(&store, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erase_batches_larger_than_lua_can_unpack_still_erase() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().erase_batch_size(10_000).build().unwrap();
-    store.start().await.unwrap();
+    let store = started(&with_param(&server.url(), "erase_batch_size=10000")).await;
     let store = Arc::new(store);
-    let app = app();
+    let app = fresh_app("redis-test");
     let user = MemoryScope::new(&app, "many").unwrap();
     let notes = user.with_namespace("notes").unwrap();
     // 10,050 records in one namespace (more than Lua's unpack takes at once), 20 in another.
@@ -366,7 +244,7 @@ async fn start_warns_about_a_server_that_can_lose_data_and_refuses_when_durabili
         RedisMemoryStore::builder(&server.url()).unwrap().require_durable(true).build().unwrap();
     let err = strict.start().await.expect_err("require_durable refuses a non-durable server");
     assert!(err.is_storage(), "{err}");
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let err = strict.get(&scope, "k").await.expect_err("not started");
     assert!(err.is_storage());
 
@@ -397,7 +275,7 @@ async fn start_accepts_a_durable_server_when_durability_is_required() {
             .unwrap();
         store.start().await.expect("a durable server is accepted");
         assert!(store.durability().unwrap().is_durable());
-        let scope = MemoryScope::new(app(), "user").unwrap();
+        let scope = fresh_scope("redis-test", "user");
         store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
         store.close().await.unwrap();
         assert!(store.get(&scope, "k").await.unwrap_err().is_storage(), "closed");
@@ -408,7 +286,7 @@ async fn start_accepts_a_durable_server_when_durability_is_required() {
 async fn a_killed_connection_fails_the_operation_in_flight_and_recovers() {
     let server = RedisServer::start();
     let store = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     store.put(&scope, "before", MemoryWrite::new("v")).await.unwrap();
 
     // Hold a write in flight: the server parks it while clients are paused for writes.
@@ -454,7 +332,7 @@ where
 async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always() {
     let mut server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let store = Arc::new(started(&server.url()).await);
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let stop_at = Instant::now() + Duration::from_millis(2500);
     let mut tasks = Vec::new();
     for worker in 0..8 {
@@ -514,7 +392,7 @@ async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always()
 async fn scripts_reload_by_themselves_after_the_server_forgets_them() {
     let server = RedisServer::start();
     let store = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(server.cli(&["SCRIPT", "FLUSH"]), "OK");
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
@@ -527,7 +405,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     let server = RedisServer::start_with(&["--requirepass", password]);
     assert!(server.url().contains(password));
     let ok = started(&server.url()).await;
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     ok.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert!(!format!("{ok:?}").contains(password));
 
@@ -535,7 +413,7 @@ async fn errors_and_debug_output_never_show_the_password() {
     let store = RedisMemoryStore::from_url(&wrong).unwrap();
     let err = store.start().await.expect_err("wrong password");
     assert!(err.is_storage());
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
     assert!(!format!("{store:?}").contains(password));
     let builder = RedisMemoryStore::builder(&wrong).unwrap();
     assert!(!format!("{builder:?}").contains(password));
@@ -543,11 +421,11 @@ async fn errors_and_debug_output_never_show_the_password() {
     let unreachable = format!("redis://:{password}@127.0.0.1:1");
     let err = started_err(&unreachable).await;
     assert!(err.is_storage());
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 
     let cluster = format!("redis+cluster://:{password}@127.0.0.1:1,127.0.0.1:2");
     let err = started_err(&cluster).await;
-    assert!(!error_chain(&err).contains(password), "{}", error_chain(&err));
+    assert!(!error_text(&err).contains(password), "{}", error_text(&err));
 
     for bad in [
         format!("rediss://:{password}@127.0.0.1:6379?cacert=/nonexistent/ca.pem"),
@@ -575,7 +453,7 @@ async fn open_takes_a_redis_url() {
     let store = agent_memory::open(&shared_url()).unwrap();
     store.start().await.unwrap();
     store.start().await.expect("start is idempotent");
-    let scope = MemoryScope::new(app(), "user").unwrap();
+    let scope = fresh_scope("redis-test", "user");
     let written = store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap(), written);
     store.close().await.unwrap();
@@ -589,10 +467,8 @@ async fn open_takes_a_redis_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_index_follows_first_writes_and_erasure() {
     let server = RedisServer::start();
-    let store =
-        RedisMemoryStore::builder(&server.url()).unwrap().max_bytes_per_user(200).build().unwrap();
-    store.start().await.unwrap();
-    let app = app();
+    let store = started(&with_param(&server.url(), "max_bytes_per_user=200")).await;
+    let app = fresh_app("redis-test");
     let index = format!("am:{{{:02x}{}}}:u", app.len(), hex(&app));
     let members = |server: &RedisServer| server.cli(&["ZRANGE", &index, "0", "-1"]);
 

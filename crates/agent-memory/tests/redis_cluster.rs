@@ -2,31 +2,24 @@
 //! a shared cluster, plus erasure and reconnection on a cluster of its own.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod cluster;
+    pub mod fixture;
 }
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_memory::conformance::Fixture;
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::{shared_cluster_url, RedisCluster};
+use support::apps::{fresh_app, fresh_scope};
+use support::cluster::users_on_every_master;
 
 async fn store() -> Fixture {
-    let url = shared_cluster_url();
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
-    // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"))
-    })
+    support::fixture::from_url(shared_cluster_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn app() -> String {
-    format!("redis-cluster-test-{}", uuid::Uuid::new_v4().simple())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_on_any_master() {
@@ -35,7 +28,7 @@ async fn delete_user_leaves_no_key_behind_on_any_master() {
         RedisMemoryStore::builder(&cluster.url()).unwrap().erase_batch_size(4).build().unwrap();
     store.start().await.unwrap();
     assert_eq!(store.durability().unwrap().nodes(), 3, "every master was inspected");
-    let app = app();
+    let app = fresh_app("redis-cluster-test");
     // Users spread over the masters.
     let others: Vec<MemoryScope> =
         (0..20).map(|i| MemoryScope::new(&app, format!("other-{i}")).unwrap()).collect();
@@ -71,14 +64,9 @@ async fn killed_connections_fail_then_recover_on_a_cluster() {
     let cluster = RedisCluster::start();
     let store = RedisMemoryStore::from_url(&cluster.url()).unwrap();
     store.start().await.unwrap();
-    // Enough users that every master holds some of them (a master is missed with probability
-    // 3 * (2/3)^64): the recovery loop below must touch every killed connection, or the
-    // NOSCRIPT phase would meet a dead one and test the wrong thing.
-    let scopes: Vec<MemoryScope> =
-        (0..64).map(|i| MemoryScope::new(app(), format!("user-{i}")).unwrap()).collect();
-    for scope in &scopes {
-        store.put(scope, "k", MemoryWrite::new("v")).await.unwrap();
-    }
+    // Users on every master: the recovery loop below must touch every killed connection, or
+    // the NOSCRIPT phase would meet a dead one and test the wrong thing.
+    let scopes = users_on_every_master(&store, "redis-cluster-test").await;
     for node in cluster.nodes() {
         assert!(node.dbsize() > 0, "a master holds none of the users");
     }
@@ -118,7 +106,7 @@ async fn open_takes_the_cluster_url_form() {
     assert!(url.starts_with("redis+cluster://"));
     let store = agent_memory::open(&url).unwrap();
     store.start().await.unwrap();
-    let scope = MemoryScope::new(app(), "user").unwrap().with_namespace("n").unwrap();
+    let scope = fresh_scope("redis-cluster-test", "user").with_namespace("n").unwrap();
     let written = store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap(), written);
     let page = store.list_namespaces(scope.application_id(), "user", PageRequest::default());

@@ -5,16 +5,20 @@
 //! the suite to pass.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod cluster;
+    pub mod fixture;
+    pub mod leaks;
 }
-
-use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
 use agent_memory::redis::ACL_RULES;
-use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
+use agent_memory::{MemoryStore, MemoryWrite, PageRequest, RedisMemoryStore};
 use agent_memory_testkit::redis::shared_tls_cluster;
 use agent_memory_testkit::tls::shared_certs;
+use support::apps::fresh_scope;
+use support::cluster::users_on_every_master;
+use support::leaks::error_text;
 
 /// The cluster URL with the client's CA, certificate and key; `seeds` of the nodes listed.
 fn tls_url(seeds: usize) -> String {
@@ -25,12 +29,7 @@ fn tls_url(seeds: usize) -> String {
 }
 
 async fn store() -> Fixture {
-    let url = tls_url(3);
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"));
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid cluster URL"))
-    })
+    support::fixture::from_url(tls_url(3), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
@@ -40,13 +39,7 @@ async fn one_seed_is_enough_and_every_discovered_master_is_reached_over_tls() {
     let store = RedisMemoryStore::from_url(&tls_url(1)).unwrap();
     store.start().await.unwrap();
     assert_eq!(store.durability().unwrap().nodes(), 3, "every master answered over TLS");
-    let app = format!("redis-cluster-tls-{}", uuid::Uuid::new_v4().simple());
-    // Enough users that every master holds some (see redis_cluster.rs for the odds).
-    let scopes: Vec<MemoryScope> =
-        (0..64).map(|i| MemoryScope::new(&app, format!("user-{i}")).unwrap()).collect();
-    for scope in &scopes {
-        store.put(scope, "k", MemoryWrite::new("v")).await.unwrap();
-    }
+    let scopes = users_on_every_master(&store, "redis-cluster-tls").await;
     for node in shared_tls_cluster().nodes() {
         let keys = node.cli(&["--scan", "--pattern", "am:*"]);
         assert!(!keys.is_empty(), "a master holds none of the users");
@@ -54,7 +47,8 @@ async fn one_seed_is_enough_and_every_discovered_master_is_reached_over_tls() {
     for scope in &scopes {
         let page = store.list(scope, PageRequest::default()).await.unwrap();
         assert_eq!(page.items.len(), 1);
-        assert_eq!(store.delete_user(&app, scope.user_id()).await.unwrap(), 1);
+        let erased = store.delete_user(scope.application_id(), scope.user_id()).await.unwrap();
+        assert_eq!(erased, 1);
     }
 }
 
@@ -72,13 +66,7 @@ async fn an_unknown_ca_is_refused_as_tls_on_a_cluster() {
         .unwrap();
     let err = store.start().await.unwrap_err();
     assert!(err.is_storage(), "{err}");
-    let mut chain = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(inner) = source {
-        chain.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    assert!(err.to_string().contains("TLS:"), "{chain}");
+    assert!(err.to_string().contains("TLS:"), "{}", error_text(&err));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,11 +93,11 @@ async fn a_least_privilege_acl_user_works_on_a_tls_cluster_from_one_seed() {
     // needs no CONFIG GET to say so.
     let report = store.durability().unwrap();
     assert!(report.is_verified() && !report.is_durable(), "{report:?}");
-    let app = format!("redis-cluster-acl-{}", uuid::Uuid::new_v4().simple());
     for i in 0..16 {
-        let scope = MemoryScope::new(&app, format!("user-{i}")).unwrap();
+        let scope = fresh_scope("redis-cluster-acl", &format!("user-{i}"));
         store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
         assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
-        assert_eq!(store.delete_user(&app, scope.user_id()).await.unwrap(), 1);
+        let erased = store.delete_user(scope.application_id(), scope.user_id()).await.unwrap();
+        assert_eq!(erased, 1);
     }
 }

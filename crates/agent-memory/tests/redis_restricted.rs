@@ -6,15 +6,17 @@
 //! naming why.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
 }
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use agent_memory::conformance::Fixture;
 use agent_memory::redis::ACL_RULES;
-use agent_memory::{MemoryScope, MemoryStore, MemoryWrite, RedisMemoryStore};
+use agent_memory::{MemoryStore, MemoryWrite, RedisMemoryStore};
 use agent_memory_testkit::redis::RedisServer;
+use support::apps::fresh_scope;
 
 const USER: &str = "agent-memory";
 const PASSWORD: &str = "restricted-Zq8-secret";
@@ -46,12 +48,7 @@ fn user_url() -> String {
 }
 
 async fn store() -> Fixture {
-    let url = user_url();
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid URL"));
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid URL"))
-    })
+    support::fixture::from_url(user_url(), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
@@ -65,8 +62,7 @@ async fn a_refused_config_get_leaves_durability_unverified_and_the_store_working
     assert!(!report.is_verified(), "{report:?}");
     assert!(!report.is_durable(), "nothing confirmed durability");
     assert!(report.problems().iter().any(|p| p.contains("CONFIG GET")), "{report:?}");
-    let scope =
-        MemoryScope::new(format!("restricted-{}", uuid::Uuid::new_v4().simple()), "u").unwrap();
+    let scope = fresh_scope("restricted", "u");
     store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");
 }

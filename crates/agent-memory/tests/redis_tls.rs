@@ -6,15 +6,19 @@
 //! `username:password@` in a `rediss` URL.
 
 mod support {
-    pub mod quotas;
+    pub mod apps;
+    pub mod fixture;
+    pub mod leaks;
+    pub mod tls;
 }
 
-use std::sync::Arc;
-
 use agent_memory::conformance::Fixture;
-use agent_memory::{MemoryError, MemoryScope, MemoryStore, MemoryWrite, RedisMemoryStore};
+use agent_memory::{MemoryError, MemoryStore, MemoryWrite, RedisMemoryStore};
 use agent_memory_testkit::redis::shared_tls_server;
 use agent_memory_testkit::tls::{shared_certs, UNNAMED_ADDRESS};
+use support::apps::fresh_scope;
+use support::leaks::error_text;
+use support::tls;
 
 /// The TLS server's URL on `host` with the client's CA, certificate and key.
 fn tls_url(host: &str) -> String {
@@ -24,31 +28,10 @@ fn tls_url(host: &str) -> String {
 }
 
 async fn store() -> Fixture {
-    let url = tls_url("127.0.0.1");
-    let open = || Arc::new(RedisMemoryStore::from_url(&url).expect("a valid TLS URL"));
-    // A second instance with its own connection: another replica of the service.
-    Fixture::new(open()).with_replica(open()).with_quotas(move |quotas| {
-        let url = support::quotas::url_with(&url, quotas);
-        Arc::new(RedisMemoryStore::from_url(&url).expect("a valid TLS URL"))
-    })
+    support::fixture::from_url(tls_url("127.0.0.1"), RedisMemoryStore::from_url)
 }
 
 agent_memory::conformance_tests!(store);
-
-fn scope() -> MemoryScope {
-    MemoryScope::new(format!("redis-tls-{}", uuid::Uuid::new_v4().simple()), "user").unwrap()
-}
-
-/// Every message in an error's chain, for checks that nothing private leaks.
-fn chain(err: &MemoryError) -> String {
-    let mut text = format!("{err} | {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(inner) = source {
-        text.push_str(&format!(" | {inner} | {inner:?}"));
-        source = inner.source();
-    }
-    text
-}
 
 async fn start_error(url: &str) -> MemoryError {
     let store = RedisMemoryStore::builder(url)
@@ -63,8 +46,8 @@ async fn start_error(url: &str) -> MemoryError {
 async fn the_server_certificate_is_checked_by_name_and_by_address() {
     for host in ["localhost", "127.0.0.1"] {
         let store = RedisMemoryStore::from_url(&tls_url(host)).unwrap();
-        store.start().await.unwrap_or_else(|err| panic!("{host}: {}", chain(&err)));
-        let s = scope();
+        store.start().await.unwrap_or_else(|err| panic!("{host}: {}", error_text(&err)));
+        let s = fresh_scope("redis-tls", "user");
         store.put(&s, "k", MemoryWrite::new("over TLS")).await.unwrap();
         assert_eq!(store.get(&s, "k").await.unwrap().unwrap().content, "over TLS");
         store.close().await.unwrap();
@@ -78,27 +61,14 @@ async fn an_unknown_ca_is_refused_as_tls() {
         &format!("cacert={}", certs.ca().display()),
         &format!("cacert={}", certs.other_ca().display()),
     );
-    let err = start_error(&url).await;
-    assert!(err.is_storage(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server's certificate is not signed by a trusted \
-         authority (check the CA certificate setting)",
-        "{}",
-        chain(&err)
-    );
+    tls::assert_refused(&start_error(&url).await, "redis", tls::UNTRUSTED, "another CA");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_name_the_certificate_lacks_is_refused_as_tls() {
     // The server listens there too; its certificate names localhost and 127.0.0.1 only.
     let err = start_error(&tls_url(UNNAMED_ADDRESS)).await;
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server's certificate does not name the host connected to",
-        "{}",
-        chain(&err)
-    );
+    tls::assert_refused(&err, "redis", tls::WRONG_HOST, UNNAMED_ADDRESS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,14 +76,8 @@ async fn a_server_that_requires_a_client_certificate_refuses_a_client_without_on
     let server = shared_tls_server();
     let ca = shared_certs().ca();
     let url = format!("rediss://127.0.0.1:{}?cacert={}", server.port(), ca.display());
-    let err = start_error(&url).await;
-    assert!(err.is_storage(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        "storage error (redis): TLS: the server requires a client certificate",
-        "{}",
-        chain(&err)
-    );
+    let reason = "the server requires a client certificate";
+    tls::assert_refused(&start_error(&url).await, "redis", reason, "no client certificate");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,8 +89,8 @@ async fn insecure_connects_whatever_the_certificate_says() {
         &format!("cacert={}", certs.other_ca().display()),
     );
     let store = RedisMemoryStore::from_url(&format!("{url}&insecure=true")).unwrap();
-    store.start().await.unwrap_or_else(|err| panic!("{}", chain(&err)));
-    let s = scope();
+    store.start().await.unwrap_or_else(|err| panic!("{}", error_text(&err)));
+    let s = fresh_scope("redis-tls", "user");
     store.put(&s, "k", MemoryWrite::new("v")).await.unwrap();
     store.close().await.unwrap();
     let store = RedisMemoryStore::builder(&url).unwrap().tls_insecure(true).build().unwrap();
@@ -144,11 +108,11 @@ async fn an_acl_user_logs_in_over_tls_and_its_password_never_shows() {
         tls_url("127.0.0.1").replacen("rediss://", &format!("rediss://{user}:{password}@"), 1);
     let store = RedisMemoryStore::from_url(&url).unwrap();
     assert!(!format!("{store:?}").contains(password));
-    store.start().await.unwrap_or_else(|err| panic!("{}", chain(&err)));
-    store.put(&scope(), "k", MemoryWrite::new("v")).await.unwrap();
+    store.start().await.unwrap_or_else(|err| panic!("{}", error_text(&err)));
+    store.put(&fresh_scope("redis-tls", "user"), "k", MemoryWrite::new("v")).await.unwrap();
 
     let wrong = url.replacen(password, "not-the-password", 1);
     let err = start_error(&wrong).await;
     assert_eq!(err.to_string(), "storage error (redis): Redis refused the credentials");
-    assert!(!chain(&err).contains(password));
+    assert!(!error_text(&err).contains(password));
 }

@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use agent_memory::conformance::{increment_counter, Fixture};
 use agent_memory::sqlite::SqliteMemoryStore;
-use agent_memory::{
-    ManualClock, MemoryError, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, PageRequest,
-};
+use agent_memory::{ManualClock, MemoryError, MemoryScope, MemoryStore, MemoryWrite, PageRequest};
 use serde_json::json;
 use support::child::{runtime, say, spawn_self};
 use support::errors::chain;
@@ -26,28 +24,32 @@ use support::errors::chain;
 async fn store() -> Fixture {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let clock = ManualClock::starting_now();
-    let path = dir.path().join("memories.db");
-    let store = SqliteMemoryStore::builder(&path)
-        .clock(Arc::new(clock.clone()))
-        .build()
-        .expect("valid options");
-    // A second store on the same file: another process's view, for the replica cases.
-    let replica = SqliteMemoryStore::builder(&path)
-        .clock(Arc::new(clock.clone()))
-        .build()
-        .expect("valid options");
-    let (quota_path, quota_clock) = (path.clone(), clock.clone());
+    // Every instance is on the one file and clock: the store, a second store (another process's
+    // view, for the replica cases), and those with quotas or bounds.
+    let on_file = {
+        let (path, clock) = (dir.path().join("memories.db"), clock.clone());
+        move || SqliteMemoryStore::builder(&path).clock(Arc::new(clock.clone()))
+    };
+    let (quota_file, bounds_file) = (on_file.clone(), on_file.clone());
     // The folder goes once the case has closed both stores.
-    Fixture::new(Arc::new(store))
+    Fixture::new(Arc::new(on_file().build().expect("valid options")))
         .with_clock(clock)
-        .with_replica(Arc::new(replica))
+        .with_replica(Arc::new(on_file().build().expect("valid options")))
         .with_quotas(move |quotas| {
-            let store = SqliteMemoryStore::builder(&quota_path)
-                .clock(Arc::new(quota_clock.clone()))
-                .quotas(quotas)
-                .build()
-                .expect("valid quotas");
-            Arc::new(store)
+            Arc::new(quota_file().quotas(quotas).build().expect("valid quotas"))
+        })
+        .with_bounds(move |bounds| {
+            let mut builder = bounds_file();
+            if let Some(keys) = bounds.search_scan_limit {
+                builder = builder.search_scan_limit(keys);
+            }
+            if let Some(bytes) = bounds.search_scan_bytes {
+                builder = builder.search_scan_bytes(bytes);
+            }
+            if let Some(records) = bounds.erase_batch_size {
+                builder = builder.erase_batch_size(records);
+            }
+            Arc::new(builder.build().expect("valid bounds"))
         })
         .with_guard(dir)
 }
@@ -229,80 +231,6 @@ async fn open_accepts_both_url_forms() {
         assert!(matches!(err, MemoryError::Invalid { field: "url", .. }), "{bad}: {err}");
         assert!(!err.to_string().contains("x.db"));
     }
-}
-
-/// The scan and batch bounds are options: with tiny ones, `search` stops after that many keys
-/// and hands back a cursor, and the erasures loop batch by batch until nothing is left
-/// (including when the count is an exact multiple of the batch size).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn small_search_scans_and_erase_batches_still_cover_everything() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let store = SqliteMemoryStore::builder(dir.path().join("small.db"))
-        .search_scan_limit(4)
-        .erase_batch_size(3)
-        .build()
-        .expect("valid options");
-    store.start().await.expect("start");
-    let s = scope("small-bounds");
-    for n in 0..10 {
-        let content = if n % 2 == 0 { "hit" } else { "miss" };
-        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
-    }
-    let first = store.search(&s, "hit", PageRequest::new(10)).await.expect("search");
-    let keys = |page: &MemoryPage| page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>();
-    assert_eq!(keys(&first), ["key-00", "key-02"], "the first call inspects four keys only");
-    let mut found = keys(&first);
-    let mut cursor = first.next_cursor;
-    while let Some(after) = cursor {
-        let page = store.search(&s, "hit", PageRequest::new(10).after(after)).await.expect("page");
-        found.extend(keys(&page));
-        cursor = page.next_cursor;
-    }
-    assert_eq!(found, ["key-00", "key-02", "key-04", "key-06", "key-08"]);
-
-    assert_eq!(store.delete_all(&s).await.expect("delete_all"), 10);
-    assert!(store.list(&s, PageRequest::default()).await.expect("list").items.is_empty());
-    let notes = s.with_namespace("notes").expect("valid namespace");
-    for (n, target) in [&s, &notes, &notes].into_iter().cycle().take(9).enumerate() {
-        store.put(target, &format!("key-{n}"), MemoryWrite::new("v")).await.expect("put");
-    }
-    assert_eq!(store.delete_user("sqlite-tests", "small-bounds").await.expect("erase"), 9);
-    let left = store.list_namespaces("sqlite-tests", "small-bounds", PageRequest::default());
-    assert!(left.await.expect("list namespaces").items.is_empty());
-    store.close().await.expect("close");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_search_byte_budget_bounds_each_call() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let store = SqliteMemoryStore::builder(dir.path().join("budget.db"))
-        .search_scan_bytes(250)
-        .build()
-        .expect("valid options");
-    store.start().await.expect("start");
-    let s = scope("byte-budget");
-    for n in 0..10 {
-        let content = if n == 7 { format!("{}needle", "x".repeat(94)) } else { "x".repeat(100) };
-        store.put(&s, &format!("key-{n:02}"), MemoryWrite::new(content)).await.expect("put");
-    }
-    // 100 bytes per record: a call inspects three records (the third crosses 250 bytes).
-    let mut calls = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .search(&s, "needle", PageRequest::new(10).after_opt(cursor.take()))
-            .await
-            .expect("search");
-        calls.push(page.items.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    assert_eq!(calls.len(), 4, "ten records of 100 bytes at three records per call: {calls:?}");
-    assert_eq!(calls.concat(), ["key-07"]);
-    assert_eq!(calls[2], ["key-07"], "the third call inspects keys 06 to 08");
-    store.close().await.expect("close");
 }
 
 #[cfg(unix)]

@@ -4,12 +4,13 @@
 //! Cases share the datastore with every other case, so none asserts the whole listing: each
 //! writes under its own [`Harness::extra_app`] ids and pages from just before them.
 
-use super::support::{applications_after, applications_within, expect_invalid, purge_all, put};
+use super::support::{
+    applications_after, applications_within, expect_invalid, purge_all, put, put_expiring,
+};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::provider::{application_cursor, key_cursor, namespace_cursor, user_cursor, CursorKind};
 use crate::scope::MemoryScope;
-use crate::write::MemoryWrite;
 
 /// Suffixes that share prefixes and leave ASCII, in an order that is neither byte order nor
 /// its reverse.
@@ -64,10 +65,7 @@ pub async fn list_applications_includes_expired_only_applications(h: Harness) {
     let (live, expired_app) = (h.extra_app("live"), h.extra_app("expired"));
     put(h.store(), &scope(&live, "u"), "k", "x").await;
     let expired = scope(&expired_app, "u").with_namespace("ns").expect("a valid namespace");
-    h.store()
-        .put(&expired, "e", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &expired, "e", "x").await;
     h.wait_for_expiry().await;
     assert_eq!(
         applications_within(h.store(), h.app(), 10).await,

@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use super::support::{assert_distinct, expect_conflict, get, list_all, namespaces_all, put};
+use super::support::{
+    assert_distinct, expect_conflict, get, list_all, namespaces_all, put, put_expiring,
+};
 use crate::conformance::Harness;
 use crate::record::{Revision, Source};
 use crate::write::MemoryWrite;
@@ -76,11 +78,7 @@ pub async fn expected_revision_conflicts_after_delete(h: Harness) {
 /// A write expecting the revision of an expired record is a `Conflict`.
 pub async fn expected_revision_conflicts_after_expiry(h: Harness) {
     let scope = h.scope("user-1");
-    let record = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("short-lived").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    let record = put_expiring(&h, &scope, "k", "short-lived").await;
     h.wait_for_expiry().await;
     expect_conflict(
         h.store()
@@ -152,11 +150,7 @@ pub async fn create_only_conflicts_on_live_key(h: Harness) {
 /// `create_only` over an expired record succeeds and counts as a new record.
 pub async fn create_only_succeeds_over_expired_key(h: Harness) {
     let scope = h.scope("user-1");
-    let old = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("old").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    let old = put_expiring(&h, &scope, "k", "old").await;
     h.wait_for_expiry().await;
     let new = h
         .store()
@@ -206,11 +200,7 @@ pub async fn delete_with_revision_of_missing_record_conflicts(h: Harness) {
         h.store().delete(&h.scope("nobody"), "k", Some(&never)).await,
         "delete with a revision for a user that has no records",
     );
-    let expiring = h
-        .store()
-        .put(&scope, "expiring", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    let expiring = put_expiring(&h, &scope, "expiring", "x").await;
     h.wait_for_expiry().await;
     expect_conflict(
         h.store().delete(&scope, "expiring", Some(&expiring.revision)).await,

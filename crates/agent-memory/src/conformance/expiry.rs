@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::support::{
-    expect_invalid, get, keys, list_all, namespaces_all, purge_all, put, search_all,
+    expect_invalid, get, keys, list_all, namespaces_all, purge_all, put, put_expiring, search_all,
 };
 use crate::conformance::Harness;
 use crate::page::PageRequest;
@@ -14,10 +14,7 @@ use crate::write::MemoryWrite;
 pub async fn expired_record_is_invisible_to_reads(h: Harness) {
     let scope = h.scope("user-1");
     put(h.store(), &scope, "a-live", "needle live").await;
-    h.store()
-        .put(&scope, "b-expiring", MemoryWrite::new("needle expiring").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &scope, "b-expiring", "needle expiring").await;
     put(h.store(), &scope, "c-live", "needle live too").await;
     let before = get(h.store(), &scope, "b-expiring").await;
     assert!(before.is_some(), "a record is visible before its expiry");
@@ -76,10 +73,7 @@ pub async fn delete_all_counts_expired_records(h: Harness) {
     let scope = h.scope_in("user-1", "ns");
     put(h.store(), &scope, "live", "x").await;
     for key in ["e1", "e2"] {
-        h.store()
-            .put(&scope, key, MemoryWrite::new("x").expires_at(h.soon()))
-            .await
-            .expect("put with expiry");
+        put_expiring(&h, &scope, key, "x").await;
     }
     h.wait_for_expiry().await;
     assert_eq!(
@@ -98,10 +92,7 @@ pub async fn delete_all_counts_expired_records(h: Harness) {
 pub async fn delete_user_counts_expired_records(h: Harness) {
     put(h.store(), &h.scope("user-1"), "live", "x").await;
     for ns in ["a", "b"] {
-        h.store()
-            .put(&h.scope_in("user-1", ns), "e", MemoryWrite::new("x").expires_at(h.soon()))
-            .await
-            .expect("put with expiry");
+        put_expiring(&h, &h.scope_in("user-1", ns), "e", "x").await;
     }
     h.wait_for_expiry().await;
     assert_eq!(
@@ -119,10 +110,7 @@ pub async fn delete_user_counts_expired_records(h: Harness) {
 pub async fn list_namespaces_includes_expired_only_namespaces(h: Harness) {
     put(h.store(), &h.scope("user-1"), "live", "x").await;
     let expired_ns = h.scope_in("user-1", "expired-only");
-    h.store()
-        .put(&expired_ns, "e", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &expired_ns, "e", "x").await;
     h.wait_for_expiry().await;
     assert!(list_all(h.store(), &expired_ns, 10).await.is_empty(), "nothing live in it");
     assert_eq!(
@@ -142,10 +130,7 @@ pub async fn list_namespaces_includes_expired_only_namespaces(h: Harness) {
 /// `delete` of an expired record returns false but physically removes it.
 pub async fn delete_of_expired_record_returns_false(h: Harness) {
     let scope = h.scope_in("user-1", "ns");
-    h.store()
-        .put(&scope, "k", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &scope, "k", "x").await;
     h.wait_for_expiry().await;
     assert!(
         !h.store().delete(&scope, "k", None).await.expect("delete"),
@@ -166,10 +151,7 @@ pub async fn purge_removes_only_expired_records(h: Harness) {
     for i in 0..5 {
         let key = format!("k{i}");
         if i % 2 == 0 {
-            h.store()
-                .put(&scope, &key, MemoryWrite::new("x").expires_at(h.soon()))
-                .await
-                .expect("put with expiry");
+            put_expiring(&h, &scope, &key, "x").await;
         } else {
             live.push(put(h.store(), &scope, &key, "live").await);
         }
@@ -181,10 +163,7 @@ pub async fn purge_removes_only_expired_records(h: Harness) {
             .await
             .expect("put with a far expiry"),
     );
-    h.store()
-        .put(&other, "k0", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &other, "k0", "x").await;
     h.wait_for_expiry().await;
 
     let (deleted, _) = purge_all(h.store(), &scope, 100).await;
@@ -218,16 +197,10 @@ pub async fn purge_pages_with_small_limits(h: Harness) {
             put(h.store(), &scope, key, "live").await;
         }
         for key in ["e", "f", "g"] {
-            h.store()
-                .put(&scope, key, MemoryWrite::new("x").expires_at(h.soon()))
-                .await
-                .expect("put with expiry");
+            put_expiring(&h, &scope, key, "x").await;
         }
         put(h.store(), &scope, "h", "live").await;
-        h.store()
-            .put(&scope, "i", MemoryWrite::new("x").expires_at(h.soon()))
-            .await
-            .expect("put with expiry");
+        put_expiring(&h, &scope, "i", "x").await;
         namespaces.push((scope, limit));
     }
     h.wait_for_expiry().await;
@@ -258,11 +231,7 @@ pub async fn purge_pages_with_small_limits(h: Harness) {
 /// Writing over an expired record creates a new record: fresh `created_at`, new revision.
 pub async fn replacing_expired_record_counts_as_new(h: Harness) {
     let scope = h.scope("user-1");
-    let old = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("old").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    let old = put_expiring(&h, &scope, "k", "old").await;
     h.wait_for_expiry().await;
     let before = h.now();
     let new = put(h.store(), &scope, "k", "new").await;

@@ -1,14 +1,13 @@
 //! `list_keys`: the keys `list` returns, each with its content's size in bytes, paged with
 //! cursors of its own.
 
-use super::support::{byte_sorted, expect_invalid, put};
+use super::support::{byte_sorted, expect_invalid, put, put_expiring};
 use crate::conformance::Harness;
 use crate::error::Result;
 use crate::page::{KeyInfo, KeyInfoPage, PageRequest};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::validation::MAX_CONTENT_BYTES;
-use crate::write::MemoryWrite;
 
 /// The most pages one listing may take before its cursors count as stuck.
 const MAX_PAGES: usize = 10_000;
@@ -82,10 +81,7 @@ pub async fn list_keys_returns_the_keys_of_list_with_content_sizes(h: Harness) {
 pub async fn list_keys_skips_expired_records(h: Harness) {
     let scope = h.scope("user-1");
     put(h.store(), &scope, "k/live", "live").await;
-    h.store()
-        .put(&scope, "k/expiring", MemoryWrite::new("soon gone").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &scope, "k/expiring", "soon gone").await;
     let before = list_keys_all(h.store(), &scope, "k/", 1).await;
     assert_eq!(before, [KeyInfo::new("k/expiring", 9), KeyInfo::new("k/live", 4)]);
     h.wait_for_expiry().await;

@@ -73,32 +73,26 @@ pub async fn key_length_limit_counts_bytes(h: Harness) {
     }
     for key in [format!("{four}a"), format!("{two}é"), "k".repeat(MAX_KEY_BYTES + 1)] {
         let what = format!("a key of {} bytes", key.len());
-        expect_rejected(
-            &h,
-            &scope,
-            &key,
-            MemoryWrite::new("x"),
-            "key",
-            &format!("put with {what}"),
-        )
-        .await;
-        expect_invalid(h.store().get(&scope, &key).await, "key", &format!("get with {what}"));
-        expect_invalid(
-            h.store().delete(&scope, &key, None).await,
-            "key",
-            &format!("delete with {what}"),
-        );
+        expect_key_refused(&h, &scope, &key, &what).await;
     }
     assert_unchanged(&h, &scope, &before, "over-long keys").await;
+}
+
+/// Panics unless put, get and delete each refuse `key` as `Invalid` naming `key`, and the put
+/// changes nothing; `what` names the key in failures.
+async fn expect_key_refused(h: &Harness, scope: &MemoryScope, key: &str, what: &str) {
+    let put = format!("put with {what}");
+    expect_rejected(h, scope, key, MemoryWrite::new("x"), "key", &put).await;
+    expect_invalid(h.store().get(scope, key).await, "key", &format!("get with {what}"));
+    let delete = h.store().delete(scope, key, None).await;
+    expect_invalid(delete, "key", &format!("delete with {what}"));
 }
 
 /// An empty key is `Invalid` for put, get and delete.
 pub async fn empty_key_is_invalid(h: Harness) {
     let scope = h.scope("user-1");
     let before = baseline(&h, &scope).await;
-    expect_rejected(&h, &scope, "", MemoryWrite::new("x"), "key", "put with an empty key").await;
-    expect_invalid(h.store().get(&scope, "").await, "key", "get with an empty key");
-    expect_invalid(h.store().delete(&scope, "", None).await, "key", "delete with an empty key");
+    expect_key_refused(&h, &scope, "", "an empty key").await;
     assert_unchanged(&h, &scope, &before, "empty key").await;
 }
 
@@ -109,21 +103,7 @@ pub async fn control_characters_in_keys_are_invalid(h: Harness) {
     for c in ['\n', '\t', '\r', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}', '\0'] {
         let key = format!("a{c}b");
         let what = format!("a key holding {c:?}");
-        expect_rejected(
-            &h,
-            &scope,
-            &key,
-            MemoryWrite::new("x"),
-            "key",
-            &format!("put with {what}"),
-        )
-        .await;
-        expect_invalid(h.store().get(&scope, &key).await, "key", &format!("get with {what}"));
-        expect_invalid(
-            h.store().delete(&scope, &key, None).await,
-            "key",
-            &format!("delete with {what}"),
-        );
+        expect_key_refused(&h, &scope, &key, &what).await;
     }
     assert_unchanged(&h, &scope, &before, "control characters in keys").await;
 }

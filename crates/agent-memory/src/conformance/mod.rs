@@ -105,6 +105,15 @@
 //! }
 //! ```
 //!
+//! # Scan and batch bounds
+//!
+//! A provider whose scan and erasure budgets are options (`search_scan_limit`,
+//! `search_scan_bytes`, `erase_batch_size`) passes [`Fixture::with_bounds`]: a function that
+//! builds another unstarted instance on the same datastore with the given [`Bounds`]. The
+//! bounds cases then open stores with tiny budgets and check that every call stays within them
+//! and that resuming from the cursors (or erasing batch by batch) still covers everything. A
+//! fixture without one has nothing to check there, and those cases end at once.
+//!
 //! # Racing a provider's own instances
 //!
 //! [`increment_counter`] is the compare-and-set increment the concurrency and replica cases
@@ -132,18 +141,45 @@ pub struct Fixture {
     store: Arc<dyn MemoryStore>,
     replica: Option<Arc<dyn MemoryStore>>,
     clock: Option<ManualClock>,
-    quotas: Option<QuotaFactory>,
+    quotas: Option<Factory<Quotas>>,
+    bounds: Option<Factory<Bounds>>,
     guards: Guards,
 }
 
-/// Builds an unstarted instance with quotas on the fixture's datastore.
-#[derive(Clone)]
-struct QuotaFactory(Arc<dyn Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync>);
+/// Builds an unstarted instance with options `T` on the fixture's datastore.
+struct Factory<T>(Arc<dyn Fn(T) -> Arc<dyn MemoryStore> + Send + Sync>);
 
-impl std::fmt::Debug for QuotaFactory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("QuotaFactory")
+impl<T> Factory<T> {
+    /// A started instance with `options`, of which `what` speaks in failures.
+    async fn started(&self, options: T, what: &str) -> Arc<dyn MemoryStore> {
+        let store = (self.0)(options);
+        store.start().await.unwrap_or_else(|e| panic!("the store with {what} starts: {e:?}"));
+        store
     }
+}
+
+impl<T> Clone for Factory<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::fmt::Debug for Factory<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Factory<{}>", std::any::type_name::<T>())
+    }
+}
+
+/// Scan and batch bounds for [`Fixture::with_bounds`]; each `None` keeps the provider's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Bounds {
+    /// The most keys one `search` call (or `list` call with a metadata filter) inspects.
+    pub search_scan_limit: Option<usize>,
+    /// The most content bytes one `search` call (or `list` call with a metadata filter) reads.
+    pub search_scan_bytes: Option<usize>,
+    /// The most records one batch of `delete_all` or `delete_user` removes.
+    pub erase_batch_size: Option<usize>,
 }
 
 /// Values kept alive for a case; shared, so every clone of a fixture or harness keeps them.
@@ -152,7 +188,7 @@ type Guards = Vec<Arc<dyn Any + Send + Sync>>;
 impl Fixture {
     /// An unstarted store whose clock is the datastore's (or the system's).
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store, replica: None, clock: None, quotas: None, guards: Vec::new() }
+        Self { store, replica: None, clock: None, quotas: None, bounds: None, guards: Vec::new() }
     }
 
     /// Keeps `guard` alive until the case has ended and the store (and its replica) are
@@ -192,7 +228,18 @@ impl Fixture {
         mut self,
         open: impl Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
     ) -> Self {
-        self.quotas = Some(QuotaFactory(Arc::new(open)));
+        self.quotas = Some(Factory(Arc::new(open)));
+        self
+    }
+
+    /// Declares how to build another unstarted instance on the same datastore (and clock) with
+    /// the given scan and batch [`Bounds`], for the bounds cases. Each call of `open` must give
+    /// a new instance; the cases start and close it.
+    pub fn with_bounds(
+        mut self,
+        open: impl Fn(Bounds) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
+    ) -> Self {
+        self.bounds = Some(Factory(Arc::new(open)));
         self
     }
 
@@ -219,7 +266,8 @@ pub struct Harness {
     store: Arc<dyn MemoryStore>,
     replica: Arc<dyn MemoryStore>,
     clock: Option<ManualClock>,
-    quotas: Option<QuotaFactory>,
+    quotas: Option<Factory<Quotas>>,
+    bounds: Option<Factory<Bounds>>,
     application_id: String,
     guards: Guards,
 }
@@ -245,6 +293,7 @@ impl Harness {
             replica,
             clock: fixture.clock,
             quotas: fixture.quotas,
+            bounds: fixture.bounds,
             application_id: format!("conformance-{}", uuid::Uuid::new_v4().simple()),
             guards: fixture.guards,
         }
@@ -280,9 +329,17 @@ impl Harness {
         let factory = self.quotas.as_ref().expect(
             "the fixture gives no way to open a store with quotas: add Fixture::with_quotas",
         );
-        let store = (factory.0)(quotas);
-        store.start().await.expect("the store with quotas starts");
-        store
+        factory.started(quotas, "quotas").await
+    }
+
+    /// A started instance on the store's datastore with `bounds` (see
+    /// [`Fixture::with_bounds`]), or `None` when the fixture gives no way to build one; the
+    /// caller closes it.
+    ///
+    /// # Panics
+    /// If it does not start.
+    pub async fn with_bounds(&self, bounds: Bounds) -> Option<Arc<dyn MemoryStore>> {
+        Some(self.bounds.as_ref()?.started(bounds, "bounds").await)
     }
 
     /// This case's application id.
@@ -395,6 +452,7 @@ pub use support::{increment_counter, Increment};
 
 mod applications;
 mod basics;
+mod bounds;
 mod cas;
 mod concurrency;
 mod erasure;
@@ -418,6 +476,7 @@ mod users;
 pub mod cases {
     pub use super::applications::*;
     pub use super::basics::*;
+    pub use super::bounds::*;
     pub use super::cas::*;
     pub use super::concurrency::*;
     pub use super::erasure::*;
@@ -568,6 +627,11 @@ macro_rules! __conformance_case_list {
             metadata_filter_is_validated,
             cursors_are_bound_to_mode_case_and_filter,
             filtered_list_and_word_search_stay_bounded,
+            // scan and batch bounds
+            search_scan_limit_bounds_the_keys_of_each_call,
+            search_scan_bytes_bounds_the_content_of_each_call,
+            a_filtered_list_is_a_bounded_scan_within_its_prefix,
+            erasure_in_small_batches_removes_everything,
             // erasure
             delete_reports_whether_a_live_record_existed,
             delete_all_erases_one_namespace,

@@ -1,12 +1,13 @@
 //! Key prefix: `list` restricted to the keys that start with a prefix, byte for byte, at and
 //! across page boundaries, with cursors bound to their prefix.
 
-use super::support::{byte_sorted, expect_invalid, keys, list_all, list_prefix_all, put};
+use super::support::{
+    byte_sorted, expect_invalid, keys, list_all, list_prefix_all, put, put_expiring,
+};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::scope::MemoryScope;
 use crate::validation::MAX_KEY_BYTES;
-use crate::write::MemoryWrite;
 
 /// Page sizes that put page boundaries before, at and after the last key of a prefix.
 const LIMITS: [usize; 6] = [1, 2, 3, 4, 5, 100];
@@ -277,10 +278,7 @@ pub async fn list_prefix_stays_inside_its_scope_and_skips_expired(h: Harness) {
     }
     let other_app = MemoryScope::new(format!("{}-other", h.app()), "user-1").expect("valid ids");
     put(h.store(), &other_app, "n/other-app", "x").await;
-    h.store()
-        .put(&scope, "n/expiring", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &scope, "n/expiring", "x").await;
     let before = list_prefix_all(h.store(), &scope, "n/", 1).await;
     assert_eq!(keys(&before), ["n/expiring", "n/live"], "only this scope's keys");
     h.wait_for_expiry().await;

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::fmt::Debug;
 
+use crate::conformance::Harness;
 use crate::error::{MemoryError, Result};
 use crate::page::{ApplicationPage, Cursor, MemoryPage, PageRequest};
 use crate::provider::application_cursor;
@@ -15,7 +16,7 @@ use crate::store::MemoryStore;
 use crate::write::MemoryWrite;
 
 /// More pages than any case needs: a provider that keeps returning cursors past this is looping.
-const MAX_PAGES: usize = 2_000;
+pub(crate) const MAX_PAGES: usize = 2_000;
 
 /// Every live record of `scope`, following `list` cursors until `next_cursor` is `None`.
 ///
@@ -92,18 +93,30 @@ where
     F: FnMut(PageRequest) -> Fut,
     Fut: std::future::Future<Output = Result<MemoryPage>>,
 {
+    drain_items(what, request, |page| {
+        let result = fetch(page);
+        async move { result.await.map(|page| (page.items, page.next_cursor)) }
+    })
+    .await
+}
+
+/// Follows the cursors of one paged read (`what` names it in failures) from `request` until
+/// `next_cursor` is `None`, checking that no page holds more than the request's limit; `fetch`
+/// gives a page's items and its next cursor.
+async fn drain_items<T, F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<T>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<Cursor>)>>,
+{
     let limit = request.limit;
     let mut all = Vec::new();
     let mut page = request;
     for _ in 0..MAX_PAGES {
-        let result = fetch(page.clone()).await.unwrap_or_else(|e| panic!("{what} failed: {e:?}"));
-        assert!(
-            result.items.len() <= limit,
-            "{what} returned {} records for limit {limit}",
-            result.items.len()
-        );
-        all.extend(result.items);
-        match result.next_cursor {
+        let (items, next_cursor) =
+            fetch(page.clone()).await.unwrap_or_else(|e| panic!("{what} failed: {e:?}"));
+        assert!(items.len() <= limit, "{what} returned {} items for limit {limit}", items.len());
+        all.extend(items);
+        match next_cursor {
             Some(cursor) => page = page.after(cursor),
             None => return all,
         }
@@ -119,32 +132,22 @@ pub(crate) async fn namespaces_all(
     user_id: &str,
     limit: usize,
 ) -> Vec<Option<String>> {
+    let what = format!("list_namespaces(limit {limit})");
+    let scopes = drain_items(&what, PageRequest::new(limit), |page| {
+        let result = store.list_namespaces(application_id, user_id, page);
+        async move { result.await.map(|page| (page.items, page.next_cursor)) }
+    })
+    .await;
     let mut all = Vec::new();
-    let mut page = PageRequest::new(limit);
-    for _ in 0..MAX_PAGES {
-        let result = store
-            .list_namespaces(application_id, user_id, page.clone())
-            .await
-            .unwrap_or_else(|e| panic!("list_namespaces(limit {limit}) failed: {e:?}"));
-        assert!(
-            result.items.len() <= limit,
-            "list_namespaces returned {} namespaces for limit {limit}",
-            result.items.len()
+    for scope in scopes {
+        assert_eq!(
+            (scope.application_id(), scope.user_id()),
+            (application_id, user_id),
+            "list_namespaces returned a scope of another application user"
         );
-        for scope in result.items {
-            assert_eq!(
-                (scope.application_id(), scope.user_id()),
-                (application_id, user_id),
-                "list_namespaces returned a scope of another application user"
-            );
-            all.push(scope.namespace().map(str::to_owned));
-        }
-        match result.next_cursor {
-            Some(cursor) => page = page.after(cursor),
-            None => return all,
-        }
+        all.push(scope.namespace().map(str::to_owned));
     }
-    panic!("list_namespaces still returned a cursor after {MAX_PAGES} pages: cursors must advance")
+    all
 }
 
 /// Every user id of one application, following `list_users` cursors (through short or empty
@@ -154,25 +157,12 @@ pub(crate) async fn users_all(
     application_id: &str,
     limit: usize,
 ) -> Vec<String> {
-    let mut all = Vec::new();
-    let mut page = PageRequest::new(limit);
-    for _ in 0..MAX_PAGES {
-        let result = store
-            .list_users(application_id, page.clone())
-            .await
-            .unwrap_or_else(|e| panic!("list_users(limit {limit}) failed: {e:?}"));
-        assert!(
-            result.items.len() <= limit,
-            "list_users returned {} users for limit {limit}",
-            result.items.len()
-        );
-        all.extend(result.items);
-        match result.next_cursor {
-            Some(cursor) => page = page.after(cursor),
-            None => return all,
-        }
-    }
-    panic!("list_users still returned a cursor after {MAX_PAGES} pages: cursors must advance")
+    let what = format!("list_users(limit {limit})");
+    drain_items(&what, PageRequest::new(limit), |page| {
+        let result = store.list_users(application_id, page);
+        async move { result.await.map(|page| (page.items, page.next_cursor)) }
+    })
+    .await
 }
 
 /// The applications whose ids extend `own` (a case's [`Harness::app`]), following
@@ -365,6 +355,19 @@ pub(crate) fn assert_distinct(revisions: &[Revision], what: &str) {
         revisions.len(),
         "{what}: a revision was issued twice for the same key: {revisions:?}"
     );
+}
+
+/// Writes `content` at `key` expiring at [`Harness::soon`], panicking on an error.
+pub(crate) async fn put_expiring(
+    h: &Harness,
+    scope: &MemoryScope,
+    key: &str,
+    content: &str,
+) -> MemoryRecord {
+    h.store()
+        .put(scope, key, MemoryWrite::new(content).expires_at(h.soon()))
+        .await
+        .unwrap_or_else(|e| panic!("put({key:?}) with expiry failed: {e:?}"))
 }
 
 /// Reads `key`, panicking on an error.

@@ -1,11 +1,10 @@
 //! `list_users`: every user of one application that physically holds a record, in byte order.
 
-use super::support::{expect_invalid, purge_all, put, users_all};
+use super::support::{expect_invalid, purge_all, put, put_expiring, users_all};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::provider::{namespace_cursor, user_cursor};
 use crate::scope::MemoryScope;
-use crate::write::MemoryWrite;
 
 /// Ids that share prefixes and leave ASCII, in an order that is neither byte order nor its
 /// reverse.
@@ -54,10 +53,7 @@ pub async fn list_users_pages_with_limit_one(h: Harness) {
 pub async fn list_users_includes_expired_only_users(h: Harness) {
     put(h.store(), &h.scope("live"), "k", "x").await;
     let expired = h.scope_in("expired", "ns");
-    h.store()
-        .put(&expired, "e", MemoryWrite::new("x").expires_at(h.soon()))
-        .await
-        .expect("put with expiry");
+    put_expiring(&h, &expired, "e", "x").await;
     h.wait_for_expiry().await;
     assert_eq!(
         users_all(h.store(), h.app(), 10).await,

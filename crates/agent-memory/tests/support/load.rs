@@ -523,3 +523,108 @@ fn check_key(
         summary.present_keys += 1;
     }
 }
+
+/// What the chaos task did to the server.
+#[derive(Debug, Default)]
+pub struct ChaosReport {
+    /// The connections each kill ended.
+    pub killed: Vec<u64>,
+    pub restarts: u32,
+    pub crash_restarts: u32,
+    /// Faults dropped because they came too close to the end of the load.
+    pub skipped: u32,
+    pub log: Vec<String>,
+}
+
+/// What one fault did.
+pub enum Done {
+    /// Connections killed: how many, or why that failed.
+    Killed(Result<u64, String>),
+    /// The server was restarted; `crash` when it was stopped as by a crash.
+    Restarted { crash: bool },
+}
+
+/// Applies each fault of `schedule` (milliseconds from `started`, see [`fault_time`]) with
+/// `apply`, which is lent the server and gives it back; returns the server and the report.
+pub async fn chaos<S, F, Fut>(
+    mut server: S,
+    started: Instant,
+    nominal: Duration,
+    schedule: &[(u64, F)],
+    mut apply: impl FnMut(S, F) -> Fut,
+) -> (S, ChaosReport)
+where
+    F: Copy,
+    Fut: std::future::Future<Output = (S, Done)>,
+{
+    let mut report = ChaosReport::default();
+    for &(at_ms, fault) in schedule {
+        let Some(at) = fault_time(started, at_ms, nominal).await else {
+            report.skipped += 1;
+            continue;
+        };
+        let (back, done) = apply(server, fault).await;
+        server = back;
+        let at_s = at.as_secs_f64();
+        match done {
+            Done::Killed(Ok(n)) => {
+                report.killed.push(n);
+                report.log.push(format!("{at_s:.1}s kill {n}"));
+            }
+            Done::Killed(Err(e)) => report.log.push(format!("{at_s:.1}s kill failed: {e}")),
+            Done::Restarted { crash } => {
+                let took = started.elapsed() - at;
+                let name = if crash { "crash restart" } else { "restart" };
+                report.log.push(format!("{at_s:.1}s {name} ({:.1}s)", took.as_secs_f64()));
+                if crash {
+                    report.crash_restarts += 1;
+                } else {
+                    report.restarts += 1;
+                }
+            }
+        }
+    }
+    (server, report)
+}
+
+/// Runs the load through the started `store` for `nominal` while `chaos` (given the start of
+/// the load) disturbs its server, prints the numbers of the run under `provider`'s name, and
+/// checks that nothing acknowledged was lost, that the faults reached the store and that the
+/// load was real; then closes the store and returns the server.
+pub async fn run_under_chaos<S, C, Fut>(
+    provider: &str,
+    store: Arc<dyn MemoryStore>,
+    nominal: Duration,
+    chaos: C,
+) -> S
+where
+    C: FnOnce(Instant) -> Fut,
+    Fut: std::future::Future<Output = (S, ChaosReport)> + Send + 'static,
+    S: Send + 'static,
+{
+    let app = format!("faults-{}", uuid::Uuid::new_v4().simple());
+    let scope = MemoryScope::new(app, "user").expect("valid ids");
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = spawn(&store, &scope, &stop);
+    let (server, report) = tokio::spawn(chaos(started)).await.expect("the chaos task");
+    let (load_time, summary) = finish(store.as_ref(), &scope, &stop, tasks, started, nominal).await;
+    eprintln!(
+        "{provider} faults: {TASKS} tasks for {:.1}s; chaos: {} (connections killed {:?}, \
+         restarts {}, crash restarts {}, skipped {})\n{provider} faults: {}",
+        load_time.as_secs_f64(),
+        report.log.join(", "),
+        report.killed,
+        report.restarts,
+        report.crash_restarts,
+        report.skipped,
+        summary.line()
+    );
+    summary.assert_nothing_lost();
+    assert!(report.killed.iter().sum::<u64>() > 0, "the chaos killed no connection");
+    assert!(report.restarts + report.crash_restarts >= 1, "the server never restarted");
+    assert!(summary.storage_errors > 0, "the faults never reached the store");
+    assert!(summary.acked_keys >= 16 && summary.counter_acked >= 16, "too little load");
+    store.close().await.expect("close");
+    server
+}

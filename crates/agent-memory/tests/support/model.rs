@@ -176,6 +176,16 @@ impl Runner<'_> {
         }
     }
 
+    /// The model's record of `key` in `scope`, when it is live at `now`.
+    fn live_record(&self, scope: usize, key: &str, now: Timestamp) -> Option<Held> {
+        self.model
+            .records
+            .get(&scope)
+            .and_then(|keys| keys.get(key))
+            .filter(|held| held.live(now))
+            .cloned()
+    }
+
     fn live_keys(&self, scope: usize, now: Timestamp) -> Vec<(&String, &Held)> {
         self.model
             .records
@@ -241,13 +251,7 @@ impl Runner<'_> {
                     Cond::Always => {}
                 }
                 let result = store.put(&self.scope(scope), key, write).await;
-                let live = self
-                    .model
-                    .records
-                    .get(&scope)
-                    .and_then(|keys| keys.get(key))
-                    .filter(|held| held.live(now))
-                    .cloned();
+                let live = self.live_record(scope, key, now);
                 let allowed = match cond {
                     Cond::Always => true,
                     Cond::CreateOnly => live.is_none(),
@@ -286,13 +290,7 @@ impl Runner<'_> {
                     .await
                     .map_err(|e| TestCaseError::fail(format!("get: {e}")))?;
                 let now = self.now();
-                let want = self
-                    .model
-                    .records
-                    .get(&scope)
-                    .and_then(|k| k.get(key))
-                    .filter(|h| h.live(now))
-                    .cloned();
+                let want = self.live_record(scope, key, now);
                 match (got, want) {
                     (None, None) => Ok(()),
                     (Some(got), Some(held)) => self.same_record(&got, key, &held),
@@ -351,13 +349,7 @@ impl Runner<'_> {
                             .unwrap_or_else(|| Revision::new("never-issued").unwrap()),
                     ),
                 });
-                let live = self
-                    .model
-                    .records
-                    .get(&scope)
-                    .and_then(|k| k.get(key))
-                    .filter(|h| h.live(now))
-                    .cloned();
+                let live = self.live_record(scope, key, now);
                 let result = store.delete(&self.scope(scope), key, expected.as_ref()).await;
                 if let Some(expected) = &expected {
                     if live.as_ref().map(|h| &h.revision) != Some(expected) {

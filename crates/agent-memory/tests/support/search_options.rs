@@ -1,6 +1,6 @@
 //! What the providers that narrow a search in the datastore (PostgreSQL's statement, Redis's
 //! script) must still answer exactly: the same records, read with a scan budget of a few keys
-//! so every page crosses several calls.
+//! so every page crosses several calls; and how the words of a query share the byte budget.
 
 use agent_memory::{
     Cursor, MemoryPage, MemoryScope, MemoryStore, MemoryWrite, MetadataFilter, PageRequest,
@@ -84,4 +84,26 @@ pub async fn search_options_narrow_to_exact_answers(store: &dyn MemoryStore, s: 
     let cursor = first.next_cursor.expect("more to read");
     let err = store.search(s, "berlin", PageRequest::new(1).after(cursor)).await.unwrap_err();
     assert!(err.is_invalid(), "{err}");
+}
+
+/// With a `search_scan_bytes` budget of 400, the words of a query share it: a two-word query
+/// reads half as many records a call as a phrase.
+pub async fn the_words_of_a_query_share_the_byte_budget(store: &dyn MemoryStore, s: &MemoryScope) {
+    for i in 0..8 {
+        let content = format!("{}{}", if i == 6 { "alpha beta " } else { "" }, "x".repeat(100));
+        store.put(s, &format!("k{i}"), MemoryWrite::new(content)).await.expect("put");
+    }
+    let (keys, phrase_calls) = drain(|after| {
+        store.search(s, "alpha", PageRequest::new(10).ignore_case().after_opt(after))
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    let (keys, word_calls) = drain(|after| {
+        let request = PageRequest::new(10).all_words().ignore_case().after_opt(after);
+        store.search(s, "alpha beta", request)
+    })
+    .await;
+    assert_eq!(keys, ["k6"]);
+    // 100 bytes a record: four per call for one needle, two for two.
+    assert_eq!((phrase_calls, word_calls), (2, 4));
 }
