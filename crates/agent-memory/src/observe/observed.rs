@@ -13,8 +13,8 @@ use crate::write::MemoryWrite;
 
 /// A store whose every operation is one span and one set of measurements, exactly as the
 /// built-in providers' are (see [the module docs](super)), with `db.system.name` set to the name
-/// it was given. For a provider written outside this crate, a Python-written store included:
-/// wrap it once where it is built and hand out the wrapper.
+/// it was given. For a provider written outside this crate: wrap it once where it is built and
+/// hand out the wrapper.
 ///
 /// With no subscriber and no metrics recorder, an operation pays the same two checks as a
 /// built-in provider's before it runs the inner store's.
@@ -52,7 +52,7 @@ impl<S: MemoryStore> Observed<S> {
         self.system
     }
 
-    /// The store inside, whose operations are not observed.
+    /// The store inside; calls through it skip this wrapper's spans and metrics.
     pub fn inner(&self) -> &S {
         &self.inner
     }

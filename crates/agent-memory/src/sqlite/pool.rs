@@ -78,9 +78,10 @@ const PAUSE: Duration = Duration::from_millis(10);
 /// when writes never pause (about 32 MiB of 4 KiB pages).
 const LOG_PAGES_LIMIT: c_int = 8 * CHECKPOINT_PAGES;
 /// New log pages after which the writer asks for the next checkpoint while the log stays
-/// long. Each `PASSIVE` checkpoint sorts the index of the whole log before it copies, so
-/// asking again after every commit (as soon as the last one finished) made a single writer's
-/// checkpointer run once every few writes and spend about as many instructions as the writes.
+/// long. Each `PASSIVE` checkpoint first sorts the index of every log segment (up to 4,096
+/// frames) that holds frames still to copy, so asking again after every commit (as soon as the
+/// last one finished) made a single writer's checkpointer run once every few writes and spend
+/// about as many instructions as the writes.
 const CHECKPOINT_STEP: c_int = CHECKPOINT_PAGES / 4;
 
 thread_local! {
