@@ -182,7 +182,10 @@
 //! token it did not make for the same operation, scope and prefix (see
 //! [Whose token it is](Cursor#whose-token-it-is)).
 //! The built-in providers get their spans and metrics ([`observe`]) from one shared wrapper
-//! around the trait; a provider of your own reports none unless it emits them itself.
+//! around the trait; a provider of your own gets the same by being handed out inside
+//! [`observe::Observed`]. A provider that opens from a URL reads it with
+//! [`provider::ConnectionUrl`] and takes the options every provider has with
+//! [`provider::CommonOptions`].
 //! Then run the conformance suite (feature `conformance`) against a real instance of your
 //! datastore.
 //!
