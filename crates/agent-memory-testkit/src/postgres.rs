@@ -393,7 +393,16 @@ impl PostgresServer {
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| NEEDS.fail(&format!("cannot run {}: {e}", program.display())))
+            .unwrap_or_else(|e| {
+                // Name the program that could not start: as root that is `runuser`, which
+                // lives in /usr/sbin, not the tool.
+                let started = if self.as_postgres {
+                    format!("runuser (to run {} as postgres; is /usr/sbin on PATH?)", tool)
+                } else {
+                    program.display().to_string()
+                };
+                NEEDS.fail(&format!("cannot run {started}: {e}"))
+            })
     }
 
     /// A watchdog that stops the server and removes its directory once this test process is
