@@ -6,6 +6,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
+use agent_memory::postgres::{PostgresMemoryStore, WriteBatches};
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite};
 
 use crate::ceiling::{self, CeilingOptions, CeilingResult, Session};
@@ -87,6 +88,13 @@ pub async fn run(config: &Config, mut json: Option<&mut (dyn Write + Send)>) -> 
     report
 }
 
+/// A mean batch size as the whole number of writes a ceiling statement carries, at least 1.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn whole_batch(mean: f64) -> usize {
+    // Clamped first: a batch is at most the provider's `write_batch_max`, far below 2^32.
+    mean.round().clamp(1.0, 1000.0) as usize
+}
+
 /// What one (provider, concurrency, mode) run produced.
 struct RunOutput {
     run: RunRecord,
@@ -103,6 +111,8 @@ struct ProviderBench<'a> {
     /// The in-memory store lives in this process: the same instance serves every run, or the
     /// scale mode's records would vanish between runs.
     memory: Option<Arc<dyn MemoryStore>>,
+    /// The PostgreSQL store [`open`](Self::open) built last, for its write batch counts.
+    postgres: Option<Arc<PostgresMemoryStore>>,
     log: &'a (dyn Fn(&str) + Sync),
     server: Vec<(String, String)>,
 }
@@ -129,6 +139,7 @@ impl<'a> ProviderBench<'a> {
             provider,
             store_label: target::redacted(url),
             memory: None,
+            postgres: None,
             log,
             server: Vec::new(),
         }
@@ -188,8 +199,16 @@ impl<'a> ProviderBench<'a> {
                 return Ok(Arc::clone(store));
             }
         }
-        let store = agent_memory::open(&self.store_url(c)?)
-            .map_err(|err| format!("open: {}", runner::describe(&err)))?;
+        let url = self.store_url(c)?;
+        let open_err = |err: agent_memory::MemoryError| format!("open: {}", runner::describe(&err));
+        let store: Arc<dyn MemoryStore> = if self.provider == "postgres" {
+            // The concrete store, so the run can read how its writes were batched.
+            let store = Arc::new(PostgresMemoryStore::from_url(&url).map_err(open_err)?);
+            self.postgres = Some(Arc::clone(&store));
+            store
+        } else {
+            agent_memory::open(&url).map_err(open_err)?
+        };
         store.start().await.map_err(|err| format!("start: {}", runner::describe(&err)))?;
         if self.provider == "memory" {
             self.memory = Some(Arc::clone(&store));
@@ -363,6 +382,8 @@ impl<'a> ProviderBench<'a> {
         let log = self.log;
         log(&format!("{} C={c} {mode}: cleaning, preloading", self.provider));
         let store = self.open(c).await?;
+        // Taken before the loader, which may open a store of its own.
+        let batches_of = self.postgres.take();
         let (loader, separate) = self.loader(&store, c).await?;
         let cleaned = runner::delete_bench_users(Arc::clone(&loader), LOAD_CONCURRENCY)
             .await
@@ -408,7 +429,12 @@ impl<'a> ProviderBench<'a> {
                 // ceiling does.
                 ceiling::pg_checkpoint(self.url).await?;
             }
+            let before = batches_of.as_ref().map(|pg| pg.write_batches());
             let stats = runner::run_phase(Arc::clone(&store), Arc::clone(&scopes), &ops, c).await;
+            let mean_batch =
+                batches_of.as_ref().zip(before).and_then(|(pg, before): (_, WriteBatches)| {
+                    pg.write_batches().since(before).mean()
+                });
             log(&format!(
                 "{} C={c} {mode} {:<10} {:>7} ops {:>10.0} ops/s  p50 {:>8.1} µs  p99 {:>8.1} µs{}",
                 self.provider,
@@ -420,6 +446,7 @@ impl<'a> ProviderBench<'a> {
                 if stats.errors > 0 { format!("  {} errors", stats.errors) } else { String::new() }
             ));
             let mut record = self.phase_record(mode, c, phase, &stats, extra_records);
+            record.mean_batch = mean_batch;
             if phase == Phase::Delete {
                 let counted = runner::count_bench_records(Arc::clone(&store), c.max(4))
                     .await
@@ -443,6 +470,26 @@ impl<'a> ProviderBench<'a> {
                         log(&format!("ceiling {test} failed: {err}"));
                         notes.push(format!("{} C={c} ceiling {test} failed: {err}", self.provider));
                     }
+                }
+                // The limit of the provider's own design: its coalesced statement, with the
+                // batch the library formed in this phase.
+                let batch = mean_batch.map_or(1, whole_batch);
+                match s.run_batched(test, c, batch, options, log).await {
+                    Some(Ok(mut result)) => {
+                        result.after_phase = Some(phase.name().to_owned());
+                        record.batched_ceiling_ops_per_s = Some(result.ops_per_s);
+                        record.batched_ratio =
+                            (result.ops_per_s > 0.0).then(|| record.ops_per_s / result.ops_per_s);
+                        ceilings.push(result);
+                    }
+                    Some(Err(err)) => {
+                        log(&format!("batched ceiling {test} failed: {err}"));
+                        notes.push(format!(
+                            "{} C={c} batched ceiling {test} failed: {err}",
+                            self.provider
+                        ));
+                    }
+                    None => {}
                 }
             }
             phases.push(record);
@@ -517,6 +564,9 @@ impl<'a> ProviderBench<'a> {
             ceiling_test: None,
             ceiling_ops_per_s: None,
             ratio: None,
+            mean_batch: None,
+            batched_ceiling_ops_per_s: None,
+            batched_ratio: None,
             extra_records,
             standard_p50_us: None,
             p50_growth: None,

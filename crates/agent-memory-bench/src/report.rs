@@ -78,6 +78,16 @@ pub struct PhaseRecord {
     /// `ops_per_s / ceiling_ops_per_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
+    /// Writes per statement the library formed in this phase (PostgreSQL's write queue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_batch: Option<f64>,
+    /// The batched ceiling's writes/s: the provider's coalesced statement with
+    /// `mean_batch` writes, run by pgbench at the same concurrency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batched_ceiling_ops_per_s: Option<f64>,
+    /// `ops_per_s / batched_ceiling_ops_per_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batched_ratio: Option<f64>,
     /// Records held by other users during the phase (scale mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extra_records: Option<usize>,
@@ -238,6 +248,12 @@ impl Report {
                 if let Some(items) = p.avg_items {
                     extras.push(format!("{items:.2} rows/page"));
                 }
+                if let Some(batch) = p.mean_batch {
+                    extras.push(format!("{batch:.1} writes/statement"));
+                }
+                if let Some(ratio) = p.batched_ratio {
+                    extras.push(format!("{:.0}% of the batched ceiling", ratio * 100.0));
+                }
                 if let (Some(a), Some(e)) = (p.records_after, p.records_expected) {
                     extras.push(format!("{a} records left (expected {e})"));
                 }
@@ -318,6 +334,17 @@ impl Report {
                         goal * 100.0
                     ));
                 }
+            }
+            if let (true, Some(ratio)) =
+                (p.run.mode == "standard" && p.run.concurrency == 16, p.batched_ratio)
+            {
+                out.push(format!(
+                    "{} {} C=16 {}: {:.0}% of the batched ceiling (goal 80%)",
+                    verdict(ratio >= 0.8),
+                    p.run.provider,
+                    p.phase,
+                    ratio * 100.0
+                ));
             }
             if p.run.mode == "standard"
                 && p.run.provider == "memory"

@@ -198,4 +198,31 @@ fn smoke_run_on_postgres_and_redis_with_ceilings() {
     assert_ceilings(&run, "postgres", &["put_new", "get", "put_update", "list", "delete"], any);
     assert_ceilings(&run, "redis", &["GET", "SET", "HSET", "EVALSHA"], any);
     assert_ratios(&run);
+    // The batched ceiling ran the provider's own statement after each write phase, with the
+    // batch the library formed, and left nothing behind.
+    let batched = ["put_new_batched", "put_update_batched", "delete_batched"];
+    assert_ceilings(&run, "postgres", &batched, |r, _| {
+        r["note"].as_str().is_some_and(|note| note.contains("batches of"))
+    });
+    for p in of_kind(&run, "phase") {
+        if p["provider"] == "postgres"
+            && ["put_new", "put_update", "delete"].contains(&p["phase"].as_str().unwrap_or(""))
+        {
+            assert!(p["mean_batch"].as_f64().is_some_and(|b| b >= 1.0), "{p}");
+            assert!(p["batched_ratio"].is_number(), "{p}");
+        }
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let schemas = runtime.block_on(async {
+        let client = agent_memory_bench::ceiling::pg_connect(&postgres).await.expect("connects");
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = 'bench_ceiling_batched'",
+                &[],
+            )
+            .await
+            .expect("counts");
+        row.get::<_, i64>(0)
+    });
+    assert_eq!(schemas, 0, "the batched ceiling's schema is dropped");
 }

@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::target::pg_admin_url;
 use crate::workload::Phase;
 
+mod batched;
 mod postgres;
 mod redis;
 pub mod sqlite;
@@ -159,8 +160,17 @@ impl Session {
                     std::fs::write(scripts.path().join(format!("{test}.sql")), script)
                         .map_err(|err| format!("writing {test}.sql: {err}"))?;
                 }
+                log("ceiling: the provider's own table for the batched ceiling");
+                let batched = match batched::prepare(url, &client, options.pg_delete_pool).await {
+                    Ok(sql) => Some(sql),
+                    Err(err) => {
+                        log(&format!("batched ceiling unavailable: {err}"));
+                        None
+                    }
+                };
                 Ok(Some(Session::Postgres(PgSession {
                     client,
+                    batched,
                     conninfo: pg_admin_url(url)?,
                     scripts,
                     url: url.to_owned(),
@@ -204,6 +214,28 @@ impl Session {
         }
     }
 
+    /// Runs the batched ceiling of `test` (PostgreSQL's `put_new`, `put_update` and `delete`:
+    /// the provider's coalesced statement, `batch` writes each) at `concurrency` clients.
+    /// `None` where there is none.
+    ///
+    /// # Errors
+    /// When pgbench cannot run or rejects the script.
+    pub async fn run_batched(
+        &mut self,
+        test: &str,
+        concurrency: usize,
+        batch: usize,
+        options: &CeilingOptions,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> Option<Result<CeilingResult, Error>> {
+        match self {
+            Session::Postgres(pg) if batched::TESTS.contains(&test) => {
+                Some(pg.run_batched(test, concurrency, batch, options, log).await)
+            }
+            _ => None,
+        }
+    }
+
     /// The tests measured once at the end for context (Redis: plain GET, SET, HSET).
     pub fn context_tests(&self) -> &'static [&'static str] {
         match self {
@@ -219,6 +251,7 @@ impl Session {
     pub async fn finish(self) -> Result<(), Error> {
         match self {
             Session::Postgres(pg) => {
+                batched::drop_schema(&pg.client).await?;
                 drop(pg.client);
                 pg_drop(&pg.url).await
             }

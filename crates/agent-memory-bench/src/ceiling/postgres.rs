@@ -5,6 +5,7 @@ use std::process::Stdio;
 
 use std::path::Path;
 
+use super::batched::{self, BatchedSql};
 use super::{CeilingOptions, CeilingResult, Error};
 use crate::target::pg_admin_url;
 use crate::workload;
@@ -157,6 +158,8 @@ pub async fn pg_drop(url: &str) -> Result<(), Error> {
 #[derive(Debug)]
 pub struct PgSession {
     pub(super) client: tokio_postgres::Client,
+    /// The provider's coalesced statements, once [`batched::prepare`] made their table.
+    pub(super) batched: Option<BatchedSql>,
     pub(super) conninfo: String,
     pub(super) scripts: tempfile::TempDir,
     pub(super) url: String,
@@ -197,6 +200,54 @@ impl PgSession {
                 }
             }
         }
+        Ok(result)
+    }
+}
+
+impl PgSession {
+    /// Runs the batched ceiling of `test` (see [`batched`]) with statements of `batch` writes.
+    /// Its `ops_per_s` counts writes: pgbench's statements per second times `batch`.
+    pub(super) async fn run_batched(
+        &mut self,
+        test: &str,
+        concurrency: usize,
+        batch: usize,
+        options: &CeilingOptions,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> Result<CeilingResult, Error> {
+        let sql = self.batched.as_ref().ok_or("the batched ceiling was not prepared")?;
+        let script = batched::script(sql, test, batch)?;
+        let path = self.scripts.path().join(format!("{test}_batched.sql"));
+        std::fs::write(&path, script)
+            .map_err(|err| format!("writing {test}_batched.sql: {err}"))?;
+        self.client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
+        let before =
+            if test == "delete" { Some(batched::count_pool(&self.client).await?) } else { None };
+        log(&format!(
+            "ceiling: pgbench {test}_batched (batches of {batch}) -c {concurrency} -T {}",
+            options.pg_seconds
+        ));
+        let mut result =
+            pgbench(&options.pgbench, &self.conninfo, &path, concurrency, options.pg_seconds)
+                .await
+                .map_err(|err| format!("pgbench {test}_batched: {err}"))?;
+        result.test = format!("{test}_batched");
+        let statements = result.ops;
+        result.ops_per_s *= batch as f64;
+        result.ops = statements.map(|n| n.saturating_mul(batch as u64));
+        let mut notes: Vec<String> = result.note.take().into_iter().collect();
+        notes.push(format!("batches of {batch}"));
+        if let (Some(before), Some(done)) = (before, result.ops) {
+            let removed =
+                u64::try_from(before - batched::count_pool(&self.client).await?).unwrap_or(0);
+            if removed < done {
+                notes.push(format!(
+                    "delete pool exhausted: {removed} of {done} deletes hit a row; raise \
+                     --ceiling-delete-pool"
+                ));
+            }
+        }
+        result.note = Some(notes.join("; "));
         Ok(result)
     }
 }

@@ -19,6 +19,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -125,6 +126,43 @@ struct Queue {
     pending: VecDeque<Pending>,
 }
 
+/// How a store's writes were grouped into statements since it was built: see
+/// [`PostgresMemoryStore::write_batches`](super::PostgresMemoryStore::write_batches).
+///
+/// A batch is what the writer took from its queue at once: a write that found the queue empty
+/// is a batch of one. Batches the server refused and the writer ran again write by write count
+/// once, as formed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteBatches {
+    /// Batches formed.
+    pub batches: u64,
+    /// Writes those batches held.
+    pub writes: u64,
+}
+
+impl WriteBatches {
+    /// Writes per batch, `None` before the first batch.
+    ///
+    /// ```
+    /// use agent_memory::postgres::WriteBatches;
+    ///
+    /// assert_eq!(WriteBatches::default().mean(), None);
+    /// ```
+    pub fn mean(&self) -> Option<f64> {
+        // Counts of writes stay far below 2^52: the conversions are exact.
+        (self.batches > 0).then(|| self.writes as f64 / self.batches as f64)
+    }
+
+    /// What was added between `earlier` and `self`: the batches of one phase of work.
+    pub fn since(&self, earlier: WriteBatches) -> WriteBatches {
+        WriteBatches {
+            batches: self.batches.saturating_sub(earlier.batches),
+            writes: self.writes.saturating_sub(earlier.writes),
+        }
+    }
+}
+
 /// The per-store write queue, and what running a batch needs.
 pub(crate) struct Writer {
     sql: Arc<Statements>,
@@ -136,6 +174,9 @@ pub(crate) struct Writer {
     /// Permits for the connections writes may hold at once.
     connections: Arc<tokio::sync::Semaphore>,
     queue: Mutex<Queue>,
+    /// The [`WriteBatches`] counts: two relaxed increments per batch.
+    batches: AtomicU64,
+    writes: AtomicU64,
 }
 
 /// Removes a caller's write from the queue if it is still there when the caller stops
@@ -178,6 +219,16 @@ impl Writer {
             batch_max: batch_max.max(1),
             connections: Arc::new(tokio::sync::Semaphore::new(connections.max(1))),
             queue: Mutex::new(Queue::default()),
+            batches: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+        }
+    }
+
+    /// The batches formed so far.
+    pub(crate) fn batches(&self) -> WriteBatches {
+        WriteBatches {
+            batches: self.batches.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
         }
     }
 
@@ -266,6 +317,8 @@ impl Writer {
 
     /// Runs `batch` on `conn` and answers every caller in it.
     async fn run(&self, conn: &Conn, mut batch: Vec<Pending>) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(batch.len() as u64, Ordering::Relaxed);
         if batch.len() == 1 {
             let pending = batch.remove(0);
             let result = self.one(conn, &pending.write).await;

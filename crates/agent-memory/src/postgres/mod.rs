@@ -18,6 +18,7 @@ use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
+pub use self::batch::WriteBatches;
 use self::codec::{
     column, corrupt, from_system_time, limit_param, record, revision, revision_number,
     to_system_time,
@@ -95,6 +96,34 @@ impl PostgresMemoryStore {
     /// comment), for operators who provision it themselves and use `setup_schema(false)`.
     pub fn schema_sql(&self) -> String {
         schema::create_sql(&self.names, true)
+    }
+
+    /// How this store's writes were grouped into shared statements since it was built.
+    ///
+    /// Under concurrency, writes that wait for a connection share one statement and one
+    /// commit (see the [module docs](self)); [`WriteBatches::mean`] of two readings'
+    /// difference is the mean batch size of the work between them.
+    pub fn write_batches(&self) -> WriteBatches {
+        self.writer.batches()
+    }
+
+    /// The text of the set-based statement a batch of unconditional `put`s runs, for tools
+    /// that measure the statement on its own (the benchmark's batched ceiling).
+    ///
+    /// It binds one array element per write: `$1` to `$4` application, user, namespace and
+    /// key (`text[]`; the namespace `''` for none), `$5` contents (`text[]`), `$6` metadata and
+    /// `$7` sources (`jsonb[]`), `$8` expiries (`timestamptz[]`), `$9` each record's bytes as
+    /// quotas count them (`bigint[]`), then `$10` and `$11` the record and byte quotas as text
+    /// (`''` for none). Elements are written in array order and must name distinct keys.
+    pub fn coalesced_put_sql(&self) -> &str {
+        &self.sql.put_always_batch.sql
+    }
+
+    /// The text of the set-based statement a batch of unconditional `delete`s runs: `$1` to
+    /// `$4` application, user, namespace and key (`text[]`), one element per write. See
+    /// [`coalesced_put_sql`](Self::coalesced_put_sql).
+    pub fn coalesced_delete_sql(&self) -> &str {
+        &self.sql.delete_batch.sql
     }
 
     /// A write of `scope` and `key` for the write queue.

@@ -1,0 +1,300 @@
+//! The batched PostgreSQL ceiling: the limit of the provider's own design.
+//!
+//! The per-statement ceiling ([`super::postgres`]) is what a naive client gets from one
+//! statement per write on a plain table. Under concurrency the provider does something else:
+//! writes that wait for a connection share one set-based statement, and every row written also
+//! runs the usage trigger and draws a revision from the sequence. This ceiling runs exactly
+//! that statement, its text taken from the provider
+//! ([`coalesced_put_sql`](PostgresMemoryStore::coalesced_put_sql),
+//! [`coalesced_delete_sql`](PostgresMemoryStore::coalesced_delete_sql)), with pgbench, on a
+//! table the provider itself created in a schema of its own ([`SCHEMA`]), so the table, the
+//! sequence, the usage table and the trigger are the provider's. Each statement carries the
+//! mean batch the library formed in the phase it follows, and its writes per second are
+//! pgbench's statements per second times that batch.
+//!
+//! The statement's array parameters are built by the server from pgbench's variables, inside
+//! the statement, so a batch is still one round trip. Within a batch the users ascend (an
+//! offset drawn per statement, then a fixed stride), like the library's sorted batches, so
+//! two statements lock usage rows in one order.
+
+use std::fmt::Write as _;
+
+use agent_memory::postgres::PostgresMemoryStore;
+use agent_memory::MemoryStore;
+
+use super::postgres::pg_err;
+use super::Error;
+use crate::workload;
+
+/// The schema the provider creates its table in for this ceiling.
+pub(super) const SCHEMA: &str = "bench_ceiling_batched";
+/// The provider's table in [`SCHEMA`], under its default name (a test checks the name).
+const TABLE: &str = "\"bench_ceiling_batched\".\"agent_memory_records\"";
+/// Its usage table, named after the table by the provider.
+const USAGE: &str = "\"bench_ceiling_batched\".\"agent_memory_records_usage\"";
+/// Its revision sequence, named after the table by the provider.
+const SEQUENCE: &str = "\"bench_ceiling_batched\".\"agent_memory_records_revision_seq\"";
+
+/// The write tests this ceiling has, and the per-statement test each stands beside.
+pub(super) const TESTS: [&str; 3] = ["put_new", "put_update", "delete"];
+
+/// The statements, as the provider wrote them, once its table exists.
+#[derive(Debug)]
+pub struct BatchedSql {
+    put: String,
+    delete: String,
+}
+
+/// Creates the provider's table in [`SCHEMA`] through the provider, loads the 20,000 preload
+/// records and a delete pool of `delete_pool` rows in namespace `scratch` (as the
+/// per-statement ceiling's), and returns the provider's coalesced statements.
+pub(super) async fn prepare(
+    url: &str,
+    client: &tokio_postgres::Client,
+    delete_pool: u64,
+) -> Result<BatchedSql, Error> {
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{SCHEMA}\" CASCADE"))
+        .await
+        .map_err(pg_err("dropping the batched ceiling's schema"))?;
+    let store = PostgresMemoryStore::builder(url)
+        .and_then(|b| {
+            let b = b.schema(SCHEMA).table(agent_memory::postgres::DEFAULT_TABLE);
+            b.max_connections(1).min_connections(0).build()
+        })
+        .map_err(|err| format!("the batched ceiling's store: {err}"))?;
+    store.start().await.map_err(|err| format!("creating the batched ceiling's table: {err}"))?;
+    let sql = BatchedSql {
+        put: store.coalesced_put_sql().to_owned(),
+        delete: store.coalesced_delete_sql().to_owned(),
+    };
+    let _ = store.close().await;
+    // Rows go in as the provider writes them, each with a revision from its sequence. The
+    // usage trigger would count 420,000 rows one by one into a thousand usage rows, which takes
+    // minutes; a superuser's session skips triggers instead (`replica`) and the usage rows are
+    // counted once at the end. Without that right the trigger counts them.
+    let counted_here = client.batch_execute("SET session_replication_role = replica").await.is_ok();
+    let preload = workload::preload();
+    let mut users = Vec::with_capacity(preload.len());
+    let mut namespaces = Vec::with_capacity(preload.len());
+    let mut keys = Vec::with_capacity(preload.len());
+    let mut contents = Vec::with_capacity(preload.len());
+    let mut metadata = Vec::with_capacity(preload.len());
+    for op in &preload {
+        users.push(workload::user_id(op.user));
+        namespaces.push(op.namespace().to_owned());
+        keys.push(op.key.clone());
+        contents.push(workload::content(op.content_index));
+        metadata.push(op.metadata().to_string());
+    }
+    let columns = "(app, user_id, namespace, key, content, metadata, source, revision, \
+                   created_at, updated_at, expires_at, bytes)";
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {TABLE} {columns} \
+                 SELECT 'bench-app', u, n, k, c, m::jsonb, '{{}}', nextval('{SEQUENCE}'), \
+                        now(), now(), NULL, octet_length(k) + octet_length(c) + octet_length(m) \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
+                 AS t(u, n, k, c, m)"
+            ),
+            &[&users, &namespaces, &keys, &contents, &metadata],
+        )
+        .await
+        .map_err(pg_err("loading the batched ceiling's preload"))?;
+    let last = i64::try_from(delete_pool).unwrap_or(i64::MAX).saturating_sub(1);
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {TABLE} {columns} \
+                 SELECT 'bench-app', 'u' || lpad((i % 1000)::text, 4, '0'), 'scratch', \
+                        'd' || lpad(i::text, 8, '0'), $1, '{{\"category\": \"scratch\"}}', \
+                        '{{}}', nextval('{SEQUENCE}'), now(), now(), NULL, 250 \
+                 FROM generate_series(0::bigint, $2::bigint) AS i"
+            ),
+            &[&workload::content(1), &last],
+        )
+        .await
+        .map_err(pg_err("loading the batched ceiling's delete pool"))?;
+    if counted_here {
+        client
+            .batch_execute(&format!(
+                "SET session_replication_role = DEFAULT; \
+                 INSERT INTO {USAGE} (app, user_id, records, bytes) \
+                 SELECT app, user_id, count(*), sum(bytes) FROM {TABLE} GROUP BY app, user_id"
+            ))
+            .await
+            .map_err(pg_err("counting the batched ceiling's usage"))?;
+    }
+    client
+        .batch_execute(&format!("VACUUM (ANALYZE) {TABLE}, {USAGE}"))
+        .await
+        .map_err(pg_err("VACUUM (ANALYZE) of the batched ceiling's table"))?;
+    Ok(sql)
+}
+
+/// Counts the delete pool's rows left.
+pub(super) async fn count_pool(client: &tokio_postgres::Client) -> Result<i64, Error> {
+    let row = client
+        .query_one(&format!("SELECT count(*) FROM {TABLE} WHERE namespace = 'scratch'"), &[])
+        .await
+        .map_err(pg_err("counting the batched delete pool"))?;
+    Ok(row.get(0))
+}
+
+/// Drops [`SCHEMA`] and everything in it.
+pub(super) async fn drop_schema(client: &tokio_postgres::Client) -> Result<(), Error> {
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{SCHEMA}\" CASCADE"))
+        .await
+        .map_err(pg_err("dropping the batched ceiling's schema"))
+}
+
+/// `count` elements, element `g` computed by `element` (SQL using `g`), in order of `g`.
+fn array(element: &str) -> String {
+    format!("ARRAY(SELECT {element} FROM generate_series(0, :b::int - 1) AS g ORDER BY g)")
+}
+
+/// `count` copies of `value`.
+fn fill(value: &str) -> String {
+    format!("array_fill({value}, ARRAY[:b::int])")
+}
+
+/// The element's user: an offset drawn per statement plus a stride, so users ascend within a
+/// batch and never repeat (`stride` = 1000 / batch).
+const USER: &str = "'u' || lpad((:h::int + g * :stride::int)::text, 4, '0')";
+/// The element's namespace, alternating.
+const NAMESPACE: &str = "(ARRAY['preferences', 'notes'])[1 + (g + :h::int) % 2]";
+
+/// The pgbench script of `test` with batches of `batch`, from the provider's statements.
+///
+/// # Errors
+/// For a test this ceiling does not have.
+pub fn script(sql: &BatchedSql, test: &str, batch: usize) -> Result<String, Error> {
+    let batch = batch.clamp(1, 1000);
+    let mut out = String::new();
+    let _ = writeln!(out, "-- {test}, batched: the provider's coalesced statement, {batch} writes");
+    let _ = writeln!(out, "\\set b {batch}");
+    let _ = writeln!(out, "\\set stride 1000 / :b");
+    let _ = writeln!(out, "\\set h random(0, :stride - 1)");
+    let _ = writeln!(out, "\\set seq :seq + 1");
+    let _ = writeln!(out, "\\set block :seq * :nc + :client_id");
+    let content = format!("'{}'::text", workload::content(3).replace('\'', "''"));
+    let statement = match test {
+        "put_new" | "put_update" => {
+            let key = if test == "put_new" {
+                // A key nobody wrote: the statement's block, then the element.
+                "'n' || lpad((:block::bigint * :b::int + g)::text, 10, '0')".to_owned()
+            } else {
+                // One of each user's ten preloaded keys, so the write takes the update path.
+                let _ = writeln!(out, "\\set k random(0, 9)");
+                "'k' || lpad(:k::text, 4, '0')".to_owned()
+            };
+            let bytes = if test == "put_new" { "250" } else { "251 + :k::int" };
+            bind(
+                &sql.put,
+                &[
+                    fill("'bench-app'::text"),
+                    array(USER),
+                    array(NAMESPACE),
+                    array(&key),
+                    fill(&content),
+                    fill("'{\"category\": \"notes\", \"n\": 1}'::jsonb"),
+                    fill("'{}'::jsonb"),
+                    fill("NULL::timestamptz"),
+                    fill(&format!("({bytes})::bigint")),
+                    "''".to_owned(),
+                    "''".to_owned(),
+                ],
+            )?
+        }
+        "delete" => {
+            // Pool row i belongs to user i % 1000; a statement removes its block's rows.
+            let id = "(:block::bigint * :b::int + g)";
+            bind(
+                &sql.delete,
+                &[
+                    fill("'bench-app'::text"),
+                    array(&format!("'u' || lpad(({id} % 1000)::text, 4, '0')")),
+                    fill("'scratch'::text"),
+                    array(&format!("'d' || lpad({id}::text, 8, '0')")),
+                ],
+            )?
+        }
+        other => return Err(format!("no batched ceiling for {other}")),
+    };
+    let _ = writeln!(out, "{statement};");
+    Ok(out)
+}
+
+/// `sql` with each `$n` replaced by `values[n - 1]` in parentheses.
+///
+/// # Errors
+/// When the text names a parameter `values` does not have.
+fn bind(sql: &str, values: &[String]) -> Result<String, Error> {
+    let mut out = String::with_capacity(sql.len() * 2);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        let n: usize = after[..digits].parse().map_err(|_| "a parameter number".to_owned())?;
+        let value = n
+            .checked_sub(1)
+            .and_then(|i| values.get(i))
+            .ok_or_else(|| format!("the provider's statement has ${n}, which the ceiling lacks"))?;
+        let _ = write!(out, "({value})");
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    // pgbench reads a statement as one line.
+    Ok(out.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_the_providers_default_in_the_ceilings_schema() {
+        let table = agent_memory::postgres::DEFAULT_TABLE;
+        assert_eq!(TABLE, format!("\"{SCHEMA}\".\"{table}\""));
+        assert_eq!(SEQUENCE, format!("\"{SCHEMA}\".\"{table}_revision_seq\""));
+        assert_eq!(USAGE, format!("\"{SCHEMA}\".\"{table}_usage\""));
+    }
+
+    #[test]
+    fn binds_every_parameter_once_and_leaves_other_dollars() {
+        let values = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let out = bind("SELECT $1, $3::text[], '$x', $2", &values).expect("binds");
+        assert_eq!(out, "SELECT (a), (c)::text[], '$x', (b)");
+        assert!(bind("SELECT $4", &values).is_err());
+    }
+
+    #[test]
+    fn a_script_is_one_statement_on_one_line_after_its_variables() {
+        let sql = BatchedSql {
+            put: "WITH q AS (SELECT $10, $11) INSERT INTO t SELECT * FROM unnest($1::text[], \
+                  $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], \
+                  $8::timestamptz[], $9::bigint[])"
+                .to_owned(),
+            delete: "DELETE FROM t USING unnest($1::text[], $2::text[], $3::text[], \
+                     $4::text[])"
+                .to_owned(),
+        };
+        for test in TESTS {
+            let script = script(&sql, test, 8).expect("script");
+            let statements: Vec<_> =
+                script.lines().filter(|l| !l.starts_with(['\\', '-'])).collect();
+            assert_eq!(statements.len(), 1, "{script}");
+            assert!(!statements[0].contains('$'), "{script}");
+            assert!(script.contains("\\set b 8"));
+        }
+        assert!(script(&sql, "get", 8).is_err());
+    }
+}
