@@ -474,7 +474,12 @@ impl<'a> ProviderBench<'a> {
                 // The limit of the provider's own design: its coalesced statement, with the
                 // batch the library formed in this phase.
                 let batch = mean_batch.map_or(1, whole_batch);
-                match s.run_batched(test, c, batch, options, log).await {
+                let pg = s.postgres().filter(|_| ceiling::BATCHED_TESTS.contains(&test));
+                let batched = match pg {
+                    Some(pg) => Some(pg.run_batched(test, c, batch, options, log).await),
+                    None => None,
+                };
+                match batched {
                     Some(Ok(mut result)) => {
                         result.after_phase = Some(phase.name().to_owned());
                         record.batched_ceiling_ops_per_s = Some(result.ops_per_s);

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use agent_memory::postgres::PostgresMemoryStore;
 use agent_memory::MemoryStore;
 
-use super::postgres::pg_err;
+use super::postgres::{pg_err, PreloadColumns};
 use super::Error;
 use crate::workload;
 
@@ -35,8 +35,8 @@ const USAGE: &str = "\"bench_ceiling_batched\".\"agent_memory_records_usage\"";
 /// Its revision sequence, named after the table by the provider.
 const SEQUENCE: &str = "\"bench_ceiling_batched\".\"agent_memory_records_revision_seq\"";
 
-/// The write tests this ceiling has, and the per-statement test each stands beside.
-pub(super) const TESTS: [&str; 3] = ["put_new", "put_update", "delete"];
+/// The write tests this ceiling has, named as the per-statement tests they stand beside.
+pub const TESTS: [&str; 3] = ["put_new", "put_update", "delete"];
 
 /// The statements, as the provider wrote them, once its table exists.
 #[derive(Debug)]
@@ -74,19 +74,7 @@ pub(super) async fn prepare(
     // minutes; a superuser's session skips triggers instead (`replica`) and the usage rows are
     // counted once at the end. Without that right the trigger counts them.
     let counted_here = client.batch_execute("SET session_replication_role = replica").await.is_ok();
-    let preload = workload::preload();
-    let mut users = Vec::with_capacity(preload.len());
-    let mut namespaces = Vec::with_capacity(preload.len());
-    let mut keys = Vec::with_capacity(preload.len());
-    let mut contents = Vec::with_capacity(preload.len());
-    let mut metadata = Vec::with_capacity(preload.len());
-    for op in &preload {
-        users.push(workload::user_id(op.user));
-        namespaces.push(op.namespace().to_owned());
-        keys.push(op.key.clone());
-        contents.push(workload::content(op.content_index));
-        metadata.push(op.metadata().to_string());
-    }
+    let preload = PreloadColumns::new();
     let columns = "(app, user_id, namespace, key, content, metadata, source, revision, \
                    created_at, updated_at, expires_at, bytes)";
     client
@@ -98,7 +86,7 @@ pub(super) async fn prepare(
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
                  AS t(u, n, k, c, m)"
             ),
-            &[&users, &namespaces, &keys, &contents, &metadata],
+            &preload.params(),
         )
         .await
         .map_err(pg_err("loading the batched ceiling's preload"))?;

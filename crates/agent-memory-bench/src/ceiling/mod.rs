@@ -24,6 +24,7 @@ mod postgres;
 mod redis;
 pub mod sqlite;
 
+pub use batched::TESTS as BATCHED_TESTS;
 pub use postgres::{
     parse_pgbench, pg_checkpoint, pg_connect, pg_drop, pg_settings, pg_settle, PgSession,
     PG_DELETE, PG_GET, PG_LIST, PG_PUT_NEW, PG_PUT_UPDATE, PG_SCHEMA,
@@ -214,24 +215,10 @@ impl Session {
         }
     }
 
-    /// Runs the batched ceiling of `test` (PostgreSQL's `put_new`, `put_update` and `delete`:
-    /// the provider's coalesced statement, `batch` writes each) at `concurrency` clients.
-    /// `None` where there is none.
-    ///
-    /// # Errors
-    /// When pgbench cannot run or rejects the script.
-    pub async fn run_batched(
-        &mut self,
-        test: &str,
-        concurrency: usize,
-        batch: usize,
-        options: &CeilingOptions,
-        log: &(dyn Fn(&str) + Sync),
-    ) -> Option<Result<CeilingResult, Error>> {
+    /// The PostgreSQL session, for its batched ceiling; `None` on other providers.
+    pub fn postgres(&mut self) -> Option<&mut PgSession> {
         match self {
-            Session::Postgres(pg) if batched::TESTS.contains(&test) => {
-                Some(pg.run_batched(test, concurrency, batch, options, log).await)
-            }
+            Session::Postgres(pg) => Some(pg),
             _ => None,
         }
     }

@@ -76,25 +76,43 @@ pub async fn pg_settings(url: &str) -> Result<Vec<(String, String)>, Error> {
     Ok(out)
 }
 
+/// The 20,000 preload records as the columns both PostgreSQL ceilings bind to `unnest`:
+/// users, namespaces, keys, contents and metadata (as JSON text), in preload order.
+pub(super) struct PreloadColumns([Vec<String>; 5]);
+
+impl PreloadColumns {
+    pub(super) fn new() -> Self {
+        let preload = workload::preload();
+        let mut columns: [Vec<String>; 5] = Default::default();
+        for op in &preload {
+            let row = [
+                workload::user_id(op.user),
+                op.namespace().to_owned(),
+                op.key.clone(),
+                workload::content(op.content_index),
+                op.metadata().to_string(),
+            ];
+            for (column, value) in columns.iter_mut().zip(row) {
+                column.push(value);
+            }
+        }
+        Self(columns)
+    }
+
+    /// `$1` to `$5`, each a `text[]`.
+    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 5] {
+        let [users, namespaces, keys, contents, metadata] = &self.0;
+        [users, namespaces, keys, contents, metadata]
+    }
+}
+
 /// Creates the ceiling tables, loads the preload (and the delete pool) and settles the server.
 pub(super) async fn pg_prepare(
     client: &tokio_postgres::Client,
     delete_pool: u64,
 ) -> Result<(), Error> {
     client.batch_execute(PG_SCHEMA).await.map_err(pg_err("creating the ceiling tables"))?;
-    let preload = workload::preload();
-    let mut users = Vec::with_capacity(preload.len());
-    let mut namespaces = Vec::with_capacity(preload.len());
-    let mut keys = Vec::with_capacity(preload.len());
-    let mut contents = Vec::with_capacity(preload.len());
-    let mut metadata = Vec::with_capacity(preload.len());
-    for op in &preload {
-        users.push(workload::user_id(op.user));
-        namespaces.push(op.namespace().to_owned());
-        keys.push(op.key.clone());
-        contents.push(workload::content(op.content_index));
-        metadata.push(op.metadata().to_string());
-    }
+    let preload = PreloadColumns::new();
     client
         .execute(
             &format!(
@@ -103,7 +121,7 @@ pub(super) async fn pg_prepare(
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
                  AS t(u, n, k, c, m)"
             ),
-            &[&users, &namespaces, &keys, &contents, &metadata],
+            &preload.params(),
         )
         .await
         .map_err(pg_err("loading the ceiling preload"))?;
@@ -205,9 +223,14 @@ impl PgSession {
 }
 
 impl PgSession {
-    /// Runs the batched ceiling of `test` (see [`batched`]) with statements of `batch` writes.
-    /// Its `ops_per_s` counts writes: pgbench's statements per second times `batch`.
-    pub(super) async fn run_batched(
+    /// Runs the batched ceiling of `test`, one of [`BATCHED_TESTS`](super::BATCHED_TESTS)
+    /// (see [`batched`]), with statements of `batch` writes. Its `ops_per_s` counts writes:
+    /// pgbench's statements per second times `batch`.
+    ///
+    /// # Errors
+    /// When the batched ceiling could not be prepared, or pgbench cannot run or rejects the
+    /// script.
+    pub async fn run_batched(
         &mut self,
         test: &str,
         concurrency: usize,
