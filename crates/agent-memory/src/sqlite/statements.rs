@@ -191,60 +191,64 @@ pub(super) fn get(
     }
 }
 
-/// The `list` statement for one shape of key range (`$range`, over `?4` and `?6`): one
-/// statement per shape, because SQLite seeks the primary key with at most one lower and one
-/// upper bound, so a condition it cannot seek with would become a filter over the rows
-/// outside the range.
-macro_rules! list_sql {
-    ($range:literal) => {
+/// The statements over one scope's key range, one per shape of range (`after` a key or from
+/// the prefix, with or without an end): one statement per shape, because SQLite seeks the
+/// primary key with at most one lower and one upper bound, so a condition it cannot seek with
+/// would become a filter over the rows outside the range. `?1` to `?3` are the scope, `?4` the
+/// start, `?5` the time, `?6` the end; see [`in_range`].
+macro_rules! range_statement {
+    ($name:ident: SELECT $columns:tt $(AND $live:tt)?) => {
+        fn $name(after: bool, end: bool) -> &'static str {
+            match (after, end) {
+                (true, true) => range_statement!(@ $columns "key > ?4 AND key < ?6" $($live)?),
+                (true, false) => range_statement!(@ $columns "key > ?4" $($live)?),
+                (false, true) => range_statement!(@ $columns "key >= ?4 AND key < ?6" $($live)?),
+                (false, false) => range_statement!(@ $columns "key >= ?4" $($live)?),
+            }
+        }
+    };
+    (@ [$($columns:tt)*] $range:literal $([$($live:tt)*])?) => {
         concat!(
-            "SELECT ",
-            record_columns!(),
-            " FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
-            $range,
-            " AND ",
-            live!("?5"),
-            " ORDER BY key"
+            "SELECT ", $($columns)*, " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ", $range,
+            $(" AND ", $($live)*,)? " ORDER BY key"
         )
     };
 }
 
-/// The `list` statement starting after a key (`after`) or at the prefix, with or without an
-/// end.
-fn list_statement(after: bool, end: bool) -> &'static str {
-    match (after, end) {
-        (true, true) => list_sql!("key > ?4 AND key < ?6"),
-        (true, false) => list_sql!("key > ?4"),
-        (false, true) => list_sql!("key >= ?4 AND key < ?6"),
-        (false, false) => list_sql!("key >= ?4"),
-    }
-}
+range_statement!(list_statement: SELECT [record_columns!()] AND [live!("?5")]);
 
-/// The `list_keys` statement: the keys `list` would read, with `octet_length(content)`, which
-/// SQLite answers from the row's header (the value's size is stored there) without reading
-/// the content or its overflow pages.
-macro_rules! keys_sql {
-    ($range:literal) => {
-        concat!(
-            "SELECT key, octet_length(content) FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
-            $range,
-            " AND ",
-            live!("?5"),
-            " ORDER BY key"
-        )
-    };
-}
+// The `list_keys` statement: the keys `list` would read, with `octet_length(content)`, which
+// SQLite answers from the row's header (the value's size is stored there) without reading the
+// content or its overflow pages.
+range_statement!(keys_statement: SELECT ["key, octet_length(content)"] AND [live!("?5")]);
 
-/// The `list_keys` statement starting after a key or at the prefix, with or without an end.
-fn keys_statement(after: bool, end: bool) -> &'static str {
-    match (after, end) {
-        (true, true) => keys_sql!("key > ?4 AND key < ?6"),
-        (true, false) => keys_sql!("key > ?4"),
-        (false, true) => keys_sql!("key >= ?4 AND key < ?6"),
-        (false, false) => keys_sql!("key >= ?4"),
+/// Runs `statement`'s shape for `page`'s key range in `scope` at `now`, and hands its rows,
+/// in key order, to `read`.
+fn in_range<T>(
+    conn: &Connection,
+    statement: fn(bool, bool) -> &'static str,
+    scope: &MemoryScope,
+    page: &KeyPage,
+    now: Timestamp,
+    what: &'static str,
+    read: impl FnOnce(rusqlite::Rows<'_>) -> Result<T>,
+) -> Result<T> {
+    let end = page.prefix_end();
+    let mut stmt = conn
+        .prepare_cached(statement(page.after.is_some(), end.is_some()))
+        .map_err(storage(what))?;
+    // The start is the key to continue after, or the prefix ("" for none: every key is at
+    // least one byte, so all sort at or after it).
+    let start = page.after.as_deref().unwrap_or(&page.prefix);
+    let (app, user, ns, now) =
+        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
+    let rows = match &end {
+        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
+        None => stmt.query(params![app, user, ns, start, now]),
     }
+    .map_err(storage(what))?;
+    read(rows)
 }
 
 /// Pages live keys with their content's length, the range [`list`] reads.
@@ -255,26 +259,16 @@ pub(super) fn list_keys(
     now: Timestamp,
 ) -> Result<KeyInfoPage> {
     let what = "listing keys failed";
-    let end = page.prefix_end();
-    let mut stmt = conn
-        .prepare_cached(keys_statement(page.after.is_some(), end.is_some()))
-        .map_err(storage(what))?;
-    let start = page.after.as_deref().unwrap_or(&page.prefix);
-    let (app, user, ns, now) =
-        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
-    let mut rows = match &end {
-        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
-        None => stmt.query(params![app, user, ns, start, now]),
-    }
-    .map_err(storage(what))?;
-    let mut items = Vec::with_capacity(page.limit.min(128) + 1);
-    while items.len() <= page.limit {
-        let Some(row) = rows.next().map_err(storage(what))? else { break };
-        let key: String = row.get(0).map_err(storage(what))?;
-        let length: i64 = row.get(1).map_err(storage(what))?;
-        items.push(KeyInfo::new(key, u64::try_from(length).unwrap_or_default()));
-    }
-    Ok(key_info_page(scope, page, items))
+    in_range(conn, keys_statement, scope, page, now, what, |mut rows| {
+        let mut items = Vec::with_capacity(page.limit.min(128) + 1);
+        while items.len() <= page.limit {
+            let Some(row) = rows.next().map_err(storage(what))? else { break };
+            let key: String = row.get(0).map_err(storage(what))?;
+            let length: i64 = row.get(1).map_err(storage(what))?;
+            items.push(KeyInfo::new(key, u64::try_from(length).unwrap_or_default()));
+        }
+        Ok(key_info_page(scope, page, items))
+    })
 }
 
 /// Pages live records in key order: after the cursor (else from the prefix) up to the
@@ -286,58 +280,24 @@ pub(super) fn list(
     now: Timestamp,
 ) -> Result<MemoryPage> {
     let what = "listing records failed";
-    let end = page.prefix_end();
-    // ?4 is the start: the key to continue after, or the prefix ("" for none: every key is at
-    // least one byte, so all sort at or after it). ?6 is the end, when there is one.
-    let sql = list_statement(page.after.is_some(), end.is_some());
-    let mut stmt = conn.prepare_cached(sql).map_err(storage(what))?;
-    let start = page.after.as_deref().unwrap_or(&page.prefix);
-    let (app, user, ns, now) =
-        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
     // Rows come from the primary key in order, one step at a time: reading stops after
     // `limit + 1` rows, so no LIMIT is needed (a bound LIMIT would make SQLite re-plan the
     // statement whenever it is rebound).
-    let mut rows = match &end {
-        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
-        None => stmt.query(params![app, user, ns, start, now]),
-    }
-    .map_err(storage(what))?;
-    let mut reply = PageBuilder::for_page(scope, page);
-    while let Some(row) = rows.next().map_err(storage(what))? {
-        if reply.is_full() {
-            return Ok(reply.finish(true));
+    in_range(conn, list_statement, scope, page, now, what, |mut rows| {
+        let mut reply = PageBuilder::for_page(scope, page);
+        while let Some(row) = rows.next().map_err(storage(what))? {
+            if reply.is_full() {
+                return Ok(reply.finish(true));
+            }
+            reply.push(decode(row, scope)?);
         }
-        reply.push(decode(row, scope)?);
-    }
-    Ok(reply.finish(false))
+        Ok(reply.finish(false))
+    })
 }
 
-/// The bounded scan's statement: every record of the page's key range with whether it is
-/// live, so expired records count against the budget too.
-macro_rules! scan_sql {
-    ($range:literal) => {
-        concat!(
-            "SELECT ",
-            record_columns!(),
-            ", ",
-            live!("?5"),
-            " FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND ",
-            $range,
-            " ORDER BY key"
-        )
-    };
-}
-
-/// The scan statement starting after a key or at the prefix, with or without an end.
-fn scan_statement(after: bool, end: bool) -> &'static str {
-    match (after, end) {
-        (true, true) => scan_sql!("key > ?4 AND key < ?6"),
-        (true, false) => scan_sql!("key > ?4"),
-        (false, true) => scan_sql!("key >= ?4 AND key < ?6"),
-        (false, false) => scan_sql!("key >= ?4"),
-    }
-}
+// The bounded scan's statement: every record of the page's key range with whether it is
+// live, so expired records count against the budget too.
+range_statement!(scan_statement: SELECT [record_columns!(), ", ", live!("?5")]);
 
 /// Pages the live records of `page`'s key range whose metadata passes its filter and whose
 /// content `matcher` matches (every content for a filtered `list`), inspecting records while
@@ -359,52 +319,42 @@ pub(super) fn scan(
     // `instr` compares the whole query at every position (quadratic on repetitive text), the
     // shared matcher is linear, and no SQL function folds case as it does. Only matching rows
     // are decoded.
-    let end = page.prefix_end();
-    let mut stmt = conn
-        .prepare_cached(scan_statement(page.after.is_some(), end.is_some()))
-        .map_err(storage(what))?;
-    let start = page.after.as_deref().unwrap_or(&page.prefix);
-    let (app, user, ns, now) =
-        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
-    let mut rows = match &end {
-        Some(end) => stmt.query(params![app, user, ns, start, now, end]),
-        None => stmt.query(params![app, user, ns, start, now]),
-    }
-    .map_err(storage(what))?;
-    let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit.min(128));
-    let mut last_inspected: Option<String> = None;
-    let mut position: Option<String> = None;
-    while scan.has_room() {
-        let Some(row) = rows.next().map_err(storage(what))? else {
-            last_inspected = None;
-            break;
-        };
-        let content = row.get_ref(1).and_then(|v| Ok(v.as_str()?)).map_err(storage(what))?;
-        scan.inspect(content.len());
-        let live: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
-        if live
-            && matcher.is_none_or(|matcher| matcher.matches(content))
-            && passes_filter(row, page)?
-        {
-            if items.len() == limit {
-                // Another match follows a full page.
-                position = items.last().map(|last| last.key.clone());
+    in_range(conn, scan_statement, scope, page, now, what, |mut rows| {
+        let mut items: Vec<MemoryRecord> = Vec::with_capacity(limit.min(128));
+        let mut last_inspected: Option<String> = None;
+        let mut position: Option<String> = None;
+        while scan.has_room() {
+            let Some(row) = rows.next().map_err(storage(what))? else {
                 last_inspected = None;
                 break;
+            };
+            let content = row.get_ref(1).and_then(|v| Ok(v.as_str()?)).map_err(storage(what))?;
+            scan.inspect(content.len());
+            let live: bool = row.get(RECORD_COLUMN_COUNT).map_err(storage(what))?;
+            if live
+                && matcher.is_none_or(|matcher| matcher.matches(content))
+                && passes_filter(row, page)?
+            {
+                if items.len() == limit {
+                    // Another match follows a full page.
+                    position = items.last().map(|last| last.key.clone());
+                    last_inspected = None;
+                    break;
+                }
+                items.push(decode(row, scope)?);
             }
-            items.push(decode(row, scope)?);
+            if !scan.has_room() {
+                last_inspected = Some(row.get(0).map_err(storage(what))?);
+            }
         }
-        if !scan.has_room() {
-            last_inspected = Some(row.get(0).map_err(storage(what))?);
+        if position.is_none() && last_inspected.is_some() {
+            // A bound ran out: the next call continues after the last key inspected (and finds
+            // nothing if that was the last one).
+            position = last_inspected;
         }
-    }
-    if position.is_none() && last_inspected.is_some() {
-        // A bound ran out: the next call continues after the last key inspected (and finds
-        // nothing if that was the last one).
-        position = last_inspected;
-    }
-    let next_cursor = position.map(|key| page.cursor(scope, &key));
-    Ok(MemoryPage { items, next_cursor })
+        let next_cursor = position.map(|key| page.cursor(scope, &key));
+        Ok(MemoryPage { items, next_cursor })
+    })
 }
 
 /// Whether the row's metadata (JSON text, column 2) passes the page's filter; the text is

@@ -2,19 +2,24 @@
 
 use super::*;
 
-/// Every shape of `list` seeks the primary key with both of its key bounds: no row outside
-/// the range is read and filtered.
+/// Every shape of the range statements (`list`, `list_keys`, the bounded scan) seeks the
+/// primary key with both of its key bounds: no row outside the range is read and filtered.
 #[test]
-fn list_statements_seek_both_ends_of_the_key_range() {
+fn range_statements_seek_both_ends_of_the_key_range() {
     let conn = Connection::open_in_memory().unwrap();
     conn.execute_batch(crate::sqlite::schema::CREATE_RECORDS).unwrap();
-    for (after, end, bounds) in [
-        (false, false, "key>?)"),
-        (false, true, "key>? AND key<?)"),
-        (true, false, "key>?)"),
-        (true, true, "key>? AND key<?)"),
-    ] {
-        let sql = format!("EXPLAIN QUERY PLAN {}", list_statement(after, end));
+    let statements: [fn(bool, bool) -> &'static str; 3] =
+        [list_statement, keys_statement, scan_statement];
+    for (statement, (after, end, bounds)) in statements.into_iter().flat_map(|statement| {
+        [
+            (false, false, "key>?)"),
+            (false, true, "key>? AND key<?)"),
+            (true, false, "key>?)"),
+            (true, true, "key>? AND key<?)"),
+        ]
+        .map(|shape| (statement, shape))
+    }) {
+        let sql = format!("EXPLAIN QUERY PLAN {}", statement(after, end));
         let mut stmt = conn.prepare(&sql).unwrap();
         let values = rusqlite::params_from_iter(vec!["k"; stmt.parameter_count()]);
         let plan: Vec<String> =
