@@ -224,8 +224,10 @@ impl PgSession {
 
 impl PgSession {
     /// Runs the batched ceiling of `test`, one of [`BATCHED_TESTS`](super::BATCHED_TESTS)
-    /// (see [`batched`]), with statements of `batch` writes. Its `ops_per_s` counts writes:
-    /// pgbench's statements per second times `batch`.
+    /// (see [`batched`]), beside a library phase at `concurrency` callers whose writes went
+    /// out in statements of `batch`: the same writes in flight, as `concurrency / batch`
+    /// pgbench clients (rounded, at least one) each sending statements of `batch` writes. Its
+    /// `ops_per_s` counts writes: pgbench's statements per second times `batch`.
     ///
     /// # Errors
     /// When the batched ceiling could not be prepared, or pgbench cannot run or rejects the
@@ -246,20 +248,23 @@ impl PgSession {
         self.client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
         let before =
             if test == "delete" { Some(batched::count_pool(&self.client).await?) } else { None };
+        // Integer division rounding to nearest: 16 callers in batches of 4 are 4 clients.
+        let clients = ((concurrency + batch / 2) / batch).max(1);
         log(&format!(
-            "ceiling: pgbench {test}_batched (batches of {batch}) -c {concurrency} -T {}",
+            "ceiling: pgbench {test}_batched (batches of {batch}) -c {clients} -T {}",
             options.pg_seconds
         ));
         let mut result =
-            pgbench(&options.pgbench, &self.conninfo, &path, concurrency, options.pg_seconds)
+            pgbench(&options.pgbench, &self.conninfo, &path, clients, options.pg_seconds)
                 .await
                 .map_err(|err| format!("pgbench {test}_batched: {err}"))?;
+        result.concurrency = concurrency;
         result.test = format!("{test}_batched");
         let statements = result.ops;
         result.ops_per_s *= batch as f64;
         result.ops = statements.map(|n| n.saturating_mul(batch as u64));
         let mut notes: Vec<String> = result.note.take().into_iter().collect();
-        notes.push(format!("batches of {batch}"));
+        notes.push(format!("{clients} clients, batches of {batch}"));
         if let (Some(before), Some(done)) = (before, result.ops) {
             let removed =
                 u64::try_from(before - batched::count_pool(&self.client).await?).unwrap_or(0);
