@@ -223,11 +223,12 @@ impl PgSession {
 }
 
 impl PgSession {
-    /// Runs the batched ceiling of `test`, one of [`BATCHED_TESTS`](super::BATCHED_TESTS)
-    /// (see [`batched`]), beside a library phase at `concurrency` callers whose writes went
-    /// out in statements of `batch`: the same writes in flight, as `concurrency / batch`
-    /// pgbench clients (rounded, at least one) each sending statements of `batch` writes. Its
-    /// `ops_per_s` counts writes: pgbench's statements per second times `batch`.
+    /// Runs the batched ceiling of `test`, one of [`BATCHED_TESTS`](super::BATCHED_TESTS):
+    /// the provider's own coalesced statement, beside a library phase at `concurrency` callers
+    /// whose writes went out in statements of `batch`. As many writes are in flight:
+    /// `concurrency / batch` pgbench clients (rounded, at least one) each sending statements
+    /// of `batch` writes. Its `ops_per_s` counts writes: pgbench's statements per second
+    /// times `batch`.
     ///
     /// # Errors
     /// When the batched ceiling could not be prepared, or pgbench cannot run or rejects the
