@@ -156,9 +156,6 @@ impl PostgresMemoryStore {
         let limit = page.limit;
         let narrowing = Narrowing::new(matcher);
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        // From after the cursor, else from the prefix ('' for none, at or before every key).
-        let start = page.after.as_deref().unwrap_or(&page.prefix);
         let scan = limit_param(self.options.common.search_scan_limit);
         // Each needle reads the content once: they share the byte budget, so a query of many
         // words costs no more per call than a phrase.
@@ -166,12 +163,7 @@ impl PostgresMemoryStore {
         let bytes = limit_param(share);
         let matches = limit_param(limit + 1);
         let filter = page.metadata.to_json();
-        let end = page.prefix_end();
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
-            &app,
-            &user,
-            &ns,
-            &start,
+        let middle: [&(dyn ToSql + Sync); 7] = [
             &narrowing.needles,
             &scan,
             &matches,
@@ -180,19 +172,7 @@ impl PostgresMemoryStore {
             &narrowing.regex,
             &filter,
         ];
-        let sql = match (page.after.is_some(), &end) {
-            (after, Some(end)) => {
-                params.push(end);
-                if after {
-                    &self.sql.scan_after_below
-                } else {
-                    &self.sql.scan_from_below
-                }
-            }
-            (true, None) => &self.sql.scan_after,
-            (false, None) => &self.sql.scan_from,
-        };
-        let rows = client.query(sql, &params).await?;
+        let rows = in_range(&client, &self.sql.scan, scope, page, &middle).await?;
         let (mut hits, mut candidates, mut last_candidate) = (Vec::new(), 0usize, None);
         for row in &rows {
             if !column::<bool>(row, 8)? {
@@ -342,42 +322,16 @@ impl crate::observe::Backend for PostgresMemoryStore {
             return self.scan(scope, &page, None).await;
         }
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        // From after the cursor, else from the prefix ('' for none, at or before every key),
-        // up to the prefix's end when it has one.
-        let start = page.after.as_deref().unwrap_or(&page.prefix);
         let fetch = limit_param(page.limit + 1);
-        let rows = match (page.after.is_some(), page.prefix_end()) {
-            (after, Some(end)) => {
-                let sql =
-                    if after { &self.sql.list_after_below } else { &self.sql.list_from_below };
-                client.query(sql, &[&app, &user, &ns, &start, &fetch, &end]).await?
-            }
-            (after, None) => {
-                let sql = if after { &self.sql.list_after } else { &self.sql.list_from };
-                client.query(sql, &[&app, &user, &ns, &start, &fetch]).await?
-            }
-        };
+        let rows = in_range(&client, &self.sql.list, scope, &page, &[&fetch]).await?;
         PageBuilder::for_page(scope, &page).fill(&rows, |row| record(scope, row))
     }
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
         let page = page.key_page(CursorKind::Keys, scope)?;
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
-        let start = page.after.as_deref().unwrap_or(&page.prefix);
         let fetch = limit_param(page.limit + 1);
-        let rows = match (page.after.is_some(), page.prefix_end()) {
-            (after, Some(end)) => {
-                let sql =
-                    if after { &self.sql.keys_after_below } else { &self.sql.keys_from_below };
-                client.query(sql, &[&app, &user, &ns, &start, &fetch, &end]).await?
-            }
-            (after, None) => {
-                let sql = if after { &self.sql.keys_after } else { &self.sql.keys_from };
-                client.query(sql, &[&app, &user, &ns, &start, &fetch]).await?
-            }
-        };
+        let rows = in_range(&client, &self.sql.keys, scope, &page, &[&fetch]).await?;
         let what = "listing keys failed";
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -551,4 +505,27 @@ impl Narrowing {
         }
         Self { needles, every: prefilter.every, regex }
     }
+}
+
+/// The rows of `statements`' shape for `page`'s key range in `scope`. Every range statement
+/// binds `$1` to `$3` the scope, `$4` the start (the key after the cursor, else the prefix:
+/// `''` for none sorts at or before every key), then `middle`, then the prefix's end when it
+/// has one.
+async fn in_range(
+    client: &Conn,
+    statements: &statements::Ranged,
+    scope: &MemoryScope,
+    page: &KeyPage,
+    middle: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<tokio_postgres::Row>> {
+    let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+    let start = page.after.as_deref().unwrap_or(&page.prefix);
+    let end = page.prefix_end();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&app, &user, &ns, &start];
+    params.extend_from_slice(middle);
+    if let Some(end) = &end {
+        params.push(end);
+    }
+    let statement = statements.pick(page.after.is_some(), end.is_some());
+    client.query(statement, &params).await
 }

@@ -26,6 +26,47 @@ impl Statement {
     }
 }
 
+/// The four statements of one read over a scope's key range, one per shape of range: from
+/// after a key (the cursor) or from the prefix, with or without the prefix's end. PostgreSQL
+/// seeks the primary key with at most one bound on each side, so each shape is its own
+/// statement rather than one with conditions it could not seek with.
+#[derive(Debug)]
+pub(crate) struct Ranged {
+    after: Statement,
+    after_below: Statement,
+    from: Statement,
+    from_below: Statement,
+}
+
+impl Ranged {
+    /// The four shapes, each made by `make(range, below)`: `range` the condition on `key`
+    /// over `$4` (the start) and `end` (the parameter holding the end), `below` whether it has
+    /// the end.
+    fn new(end: &str, make: impl Fn(&str, bool) -> Statement) -> Self {
+        Self {
+            after: make("key > $4", false),
+            after_below: make(&format!("key > $4 AND key < {end}"), true),
+            from: make("key >= $4", false),
+            from_below: make(&format!("key >= $4 AND key < {end}"), true),
+        }
+    }
+
+    /// The statement for a range starting after a key (`after`) or at the prefix, with or
+    /// without an end (`below`).
+    pub(crate) fn pick(&self, after: bool, below: bool) -> &Statement {
+        match (after, below) {
+            (true, true) => &self.after_below,
+            (true, false) => &self.after,
+            (false, true) => &self.from_below,
+            (false, false) => &self.from,
+        }
+    }
+
+    fn all(&self) -> [&Statement; 4] {
+        [&self.after, &self.after_below, &self.from, &self.from_below]
+    }
+}
+
 /// Every statement, built once per store from its table name.
 #[derive(Debug)]
 pub(crate) struct Statements {
@@ -33,22 +74,12 @@ pub(crate) struct Statements {
     pub(crate) put_create_only: Statement,
     pub(crate) put_expected: Statement,
     pub(crate) get: Statement,
-    /// `list` by the shape of its key range; see [`list`].
-    pub(crate) list_after: Statement,
-    pub(crate) list_after_below: Statement,
-    pub(crate) list_from: Statement,
-    pub(crate) list_from_below: Statement,
-    /// `list_keys` by the shape of its key range; see [`keys`].
-    pub(crate) keys_after: Statement,
-    pub(crate) keys_after_below: Statement,
-    pub(crate) keys_from: Statement,
-    pub(crate) keys_from_below: Statement,
-    /// `search` and `list` with a metadata filter, by the shape of their key range; see
-    /// [`scan`].
-    pub(crate) scan_after: Statement,
-    pub(crate) scan_after_below: Statement,
-    pub(crate) scan_from: Statement,
-    pub(crate) scan_from_below: Statement,
+    /// `list`; see [`list`].
+    pub(crate) list: Ranged,
+    /// `list_keys`; see [`keys`].
+    pub(crate) keys: Ranged,
+    /// `search` and `list` with a metadata filter; see [`scan`].
+    pub(crate) scan: Ranged,
     pub(crate) delete: Statement,
     pub(crate) delete_expected: Statement,
     pub(crate) delete_all: Statement,
@@ -247,19 +278,16 @@ impl Statements {
                 &[TEXT, TEXT, TEXT, TEXT],
             ),
             // One statement per shape of key range; see `list` below.
-            list_after: list(&t, "key > $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
-            list_after_below: list(&t, "key > $4 AND key < $6", LIST_BELOW),
-            list_from: list(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
-            list_from_below: list(&t, "key >= $4 AND key < $6", LIST_BELOW),
-            keys_after: keys(&t, "key > $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
-            keys_after_below: keys(&t, "key > $4 AND key < $6", LIST_BELOW),
-            keys_from: keys(&t, "key >= $4", &[TEXT, TEXT, TEXT, TEXT, INT8]),
-            keys_from_below: keys(&t, "key >= $4 AND key < $6", LIST_BELOW),
+            list: Ranged::new("$6", |range, below| {
+                list(&t, range, if below { LIST_BELOW } else { LIST })
+            }),
+            keys: Ranged::new("$6", |range, below| {
+                keys(&t, range, if below { LIST_BELOW } else { LIST })
+            }),
             // The bounded scans of `search` and of a `list` with a metadata filter; see `scan`.
-            scan_after: scan(&t, "key > $4", SCAN),
-            scan_after_below: scan(&t, "key > $4 AND key < $12", SCAN_BELOW),
-            scan_from: scan(&t, "key >= $4", SCAN),
-            scan_from_below: scan(&t, "key >= $4 AND key < $12", SCAN_BELOW),
+            scan: Ranged::new("$12", |range, below| {
+                scan(&t, range, if below { SCAN_BELOW } else { SCAN })
+            }),
             delete: Statement::new(
                 format!("DELETE FROM {t} WHERE {scope} AND key = $4 RETURNING {LIVE}"),
                 &[TEXT, TEXT, TEXT, TEXT],
@@ -335,24 +363,13 @@ impl Statements {
     }
 
     /// Every statement, for preparing on a fresh connection.
-    pub(crate) fn all(&self) -> [&Statement; 30] {
-        [
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Statement> {
+        let ranged = [&self.list, &self.keys, &self.scan].into_iter().flat_map(Ranged::all);
+        ranged.chain([
             &self.put_always,
             &self.put_create_only,
             &self.put_expected,
             &self.get,
-            &self.list_after,
-            &self.list_after_below,
-            &self.list_from,
-            &self.list_from_below,
-            &self.keys_after,
-            &self.keys_after_below,
-            &self.keys_from,
-            &self.keys_from_below,
-            &self.scan_after,
-            &self.scan_after_below,
-            &self.scan_from,
-            &self.scan_from_below,
             &self.delete,
             &self.delete_expected,
             &self.delete_all,
@@ -367,7 +384,7 @@ impl Statements {
             &self.put_expected_batch,
             &self.delete_batch,
             &self.delete_expected_batch,
-        ]
+        ])
     }
 }
 
@@ -426,6 +443,8 @@ fn applications(t: &str) -> Statement {
 
 /// The parameters of a `list` with both ends: scope, start, rows to fetch, then the end.
 const LIST_BELOW: &[Type] = &[TEXT, TEXT, TEXT, TEXT, INT8, TEXT];
+/// The parameters of `list` and `list_keys` without an upper end.
+const LIST: &[Type] = &[TEXT, TEXT, TEXT, TEXT, INT8];
 
 /// `list` over one shape of key range, `range`: $4 the start (the key to continue after with
 /// `>`, the prefix with `>=`), $6 the prefix's end when it has one; $5 rows to fetch. One
