@@ -279,3 +279,94 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         page: PageRequest,
     ) -> Result<MemoryCleanupPage>;
 }
+
+/// Hands every [`MemoryStore`] operation but `start` and `close` to the macro `$callback`, as
+/// one signature a line, `fn name(&self, arg: Type, …) -> Output;` (the `Output` inside the
+/// `Result`), so a store that wraps another (to count its calls, log them, record them for a
+/// test) writes its forwarding once, and stays complete when the trait gains an operation.
+/// [`observe::Observed`](crate::observe::Observed) forwards through it.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// use agent_memory::{InMemoryStore, MemoryScope, MemoryStore, Result};
+///
+/// /// Counts the operations it forwards.
+/// #[derive(Debug)]
+/// struct Counted<S> {
+///     inner: S,
+///     calls: AtomicU64,
+/// }
+///
+/// macro_rules! counted {
+///     ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+///         #[async_trait::async_trait]
+///         impl<S: MemoryStore> MemoryStore for Counted<S> {
+///             async fn start(&self) -> Result<()> {
+///                 self.inner.start().await
+///             }
+///
+///             async fn close(&self) -> Result<()> {
+///                 self.inner.close().await
+///             }
+///
+///             $(
+///                 async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
+///                     self.calls.fetch_add(1, Ordering::Relaxed);
+///                     self.inner.$name($($arg),*).await
+///                 }
+///             )*
+///         }
+///     };
+/// }
+/// agent_memory::store_operations!(counted);
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = Counted { inner: InMemoryStore::new(), calls: AtomicU64::new(0) };
+/// let scope = MemoryScope::new("app", "user")?;
+/// store.start().await?;
+/// store.get(&scope, "theme").await?;
+/// assert_eq!(store.calls.load(Ordering::Relaxed), 1, "start is forwarded, not counted");
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
+#[macro_export]
+macro_rules! store_operations {
+    ($callback:ident) => {
+        $callback! {
+            fn put(&self, scope: &$crate::MemoryScope, key: &str, write: $crate::MemoryWrite)
+                -> $crate::MemoryRecord;
+            fn get(&self, scope: &$crate::MemoryScope, key: &str)
+                -> ::std::option::Option<$crate::MemoryRecord>;
+            fn list(&self, scope: &$crate::MemoryScope, page: $crate::PageRequest)
+                -> $crate::MemoryPage;
+            fn list_keys(&self, scope: &$crate::MemoryScope, page: $crate::PageRequest)
+                -> $crate::KeyInfoPage;
+            fn search(
+                &self,
+                scope: &$crate::MemoryScope,
+                query: &str,
+                page: $crate::PageRequest
+            ) -> $crate::MemoryPage;
+            fn delete(
+                &self,
+                scope: &$crate::MemoryScope,
+                key: &str,
+                expected_revision: ::std::option::Option<&$crate::Revision>
+            ) -> bool;
+            fn delete_all(&self, scope: &$crate::MemoryScope) -> u64;
+            fn delete_user(&self, application_id: &str, user_id: &str) -> u64;
+            fn list_namespaces(
+                &self,
+                application_id: &str,
+                user_id: &str,
+                page: $crate::PageRequest
+            ) -> $crate::NamespacePage;
+            fn list_users(&self, application_id: &str, page: $crate::PageRequest)
+                -> $crate::UserPage;
+            fn list_applications(&self, page: $crate::PageRequest) -> $crate::ApplicationPage;
+            fn purge_expired(&self, scope: &$crate::MemoryScope, page: $crate::PageRequest)
+                -> $crate::MemoryCleanupPage;
+        }
+    };
+}

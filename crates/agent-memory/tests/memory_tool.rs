@@ -12,9 +12,7 @@ use std::time::Duration;
 use agent_memory::sqlite::SqliteMemoryStore;
 use agent_memory::tools::{ToolError, ToolErrorKind};
 use agent_memory::{
-    memory_tool, ApplicationPage, InMemoryStore, KeyInfoPage, MemoryCleanupPage, MemoryPage,
-    MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result,
-    Revision, ScopedMemory, UserPage,
+    memory_tool, InMemoryStore, MemoryScope, MemoryStore, PageRequest, Result, ScopedMemory,
 };
 use serde_json::{json, Value};
 
@@ -558,87 +556,31 @@ impl Recording {
     }
 }
 
-#[async_trait::async_trait]
-impl MemoryStore for Recording {
-    async fn start(&self) -> Result<()> {
-        self.inner.start().await
-    }
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
-    }
-    async fn put(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        write: MemoryWrite,
-    ) -> Result<MemoryRecord> {
-        self.note("put");
-        self.inner.put(scope, key, write).await
-    }
-    async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
-        self.note("get");
-        self.inner.get(scope, key).await
-    }
-    async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        self.note("list");
-        self.inner.list(scope, page).await
-    }
-    async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
-        self.note("list_keys");
-        self.inner.list_keys(scope, page).await
-    }
-    async fn search(
-        &self,
-        scope: &MemoryScope,
-        query: &str,
-        page: PageRequest,
-    ) -> Result<MemoryPage> {
-        self.note("search");
-        self.inner.search(scope, query, page).await
-    }
-    async fn delete(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        expected_revision: Option<&Revision>,
-    ) -> Result<bool> {
-        self.note("delete");
-        self.inner.delete(scope, key, expected_revision).await
-    }
-    async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        self.note("delete_all");
-        self.inner.delete_all(scope).await
-    }
-    async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
-        self.note("delete_user");
-        self.inner.delete_user(application_id, user_id).await
-    }
-    async fn list_namespaces(
-        &self,
-        application_id: &str,
-        user_id: &str,
-        page: PageRequest,
-    ) -> Result<NamespacePage> {
-        self.note("list_namespaces");
-        self.inner.list_namespaces(application_id, user_id, page).await
-    }
-    async fn list_users(&self, application_id: &str, page: PageRequest) -> Result<UserPage> {
-        self.note("list_users");
-        self.inner.list_users(application_id, page).await
-    }
-    async fn list_applications(&self, page: PageRequest) -> Result<ApplicationPage> {
-        self.note("list_applications");
-        self.inner.list_applications(page).await
-    }
-    async fn purge_expired(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> Result<MemoryCleanupPage> {
-        self.note("purge_expired");
-        self.inner.purge_expired(scope, page).await
-    }
+/// `Recording`'s `MemoryStore`: `start` and `close` forwarded, every other operation noted by
+/// name, then forwarded.
+macro_rules! recorded {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+        #[async_trait::async_trait]
+        impl MemoryStore for Recording {
+            async fn start(&self) -> Result<()> {
+                self.inner.start().await
+            }
+
+            async fn close(&self) -> Result<()> {
+                self.inner.close().await
+            }
+
+            $(
+                async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
+                    self.note(stringify!($name));
+                    self.inner.$name($($arg),*).await
+                }
+            )*
+        }
+    };
 }
+
+agent_memory::store_operations!(recorded);
 
 /// `view` of a directory of large files reads keys and sizes only (`list_keys`), never a
 /// whole record: one `get` (is the path a file?) and pages of keys, on SQLite, whose sizes

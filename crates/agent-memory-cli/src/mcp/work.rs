@@ -9,10 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use agent_memory::{
-    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, MemoryRecord, MemoryScope,
-    MemoryStore, MemoryWrite, NamespacePage, PageRequest, Result, Revision, UserPage,
-};
+use agent_memory::{MemoryStore, Result};
 
 /// Store operations one unit of a request covers.
 pub const INCLUDED_OPERATIONS: u64 = 10;
@@ -77,21 +74,7 @@ macro_rules! metered {
     };
 }
 
-metered! {
-    fn put(&self, scope: &MemoryScope, key: &str, write: MemoryWrite) -> MemoryRecord;
-    fn get(&self, scope: &MemoryScope, key: &str) -> Option<MemoryRecord>;
-    fn list(&self, scope: &MemoryScope, page: PageRequest) -> MemoryPage;
-    fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> KeyInfoPage;
-    fn search(&self, scope: &MemoryScope, query: &str, page: PageRequest) -> MemoryPage;
-    fn delete(&self, scope: &MemoryScope, key: &str, expected_revision: Option<&Revision>) -> bool;
-    fn delete_all(&self, scope: &MemoryScope) -> u64;
-    fn delete_user(&self, application_id: &str, user_id: &str) -> u64;
-    fn list_namespaces(&self, application_id: &str, user_id: &str, page: PageRequest)
-        -> NamespacePage;
-    fn list_users(&self, application_id: &str, page: PageRequest) -> UserPage;
-    fn list_applications(&self, page: PageRequest) -> ApplicationPage;
-    fn purge_expired(&self, scope: &MemoryScope, page: PageRequest) -> MemoryCleanupPage;
-}
+agent_memory::store_operations!(metered);
 
 #[cfg(test)]
 mod tests {

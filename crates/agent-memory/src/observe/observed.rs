@@ -2,14 +2,7 @@
 
 use super::backend::{Backend, Telemetry};
 use crate::error::Result;
-use crate::page::{
-    ApplicationPage, KeyInfoPage, MemoryCleanupPage, MemoryPage, NamespacePage, PageRequest,
-    UserPage,
-};
-use crate::record::{MemoryRecord, Revision};
-use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
-use crate::write::MemoryWrite;
 
 /// A store whose every operation is one span and one set of measurements, exactly as the
 /// built-in providers' are (see [the module docs](super)), with `db.system.name` set to the name
@@ -85,18 +78,7 @@ impl<S: MemoryStore> Backend for Observed<S> {
     forward! {
         fn start(&self) -> ();
         fn close(&self) -> ();
-        fn put(&self, scope: &MemoryScope, key: &str, write: MemoryWrite) -> MemoryRecord;
-        fn get(&self, scope: &MemoryScope, key: &str) -> Option<MemoryRecord>;
-        fn list(&self, scope: &MemoryScope, page: PageRequest) -> MemoryPage;
-        fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> KeyInfoPage;
-        fn search(&self, scope: &MemoryScope, query: &str, page: PageRequest) -> MemoryPage;
-        fn delete(&self, scope: &MemoryScope, key: &str, expected: Option<&Revision>) -> bool;
-        fn delete_all(&self, scope: &MemoryScope) -> u64;
-        fn delete_user(&self, application_id: &str, user_id: &str) -> u64;
-        fn list_namespaces(&self, application_id: &str, user_id: &str, page: PageRequest)
-            -> NamespacePage;
-        fn list_users(&self, application_id: &str, page: PageRequest) -> UserPage;
-        fn list_applications(&self, page: PageRequest) -> ApplicationPage;
-        fn purge_expired(&self, scope: &MemoryScope, page: PageRequest) -> MemoryCleanupPage;
     }
+
+    crate::store_operations!(forward);
 }
