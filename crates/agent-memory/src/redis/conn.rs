@@ -12,6 +12,7 @@ use redis::{Client, Cmd, ErrorKind, RedisWrite, Script, ServerErrorKind, TlsCert
 use super::config::{Endpoint, Options};
 use super::durability::DurabilityReport;
 use super::error::{did_not_run, storage};
+use super::keys::ScopeKeys;
 use crate::error::{MemoryError, Result};
 
 /// How often a call that provably did not run (a cluster redirection) is sent again.
@@ -292,6 +293,12 @@ impl<'s> Call<'s> {
     pub(super) fn arg<T: redis::ToRedisArgs>(&mut self, arg: T) -> &mut Self {
         self.cmd.arg(arg);
         self
+    }
+
+    /// Appends the keys every script that changes a namespace takes, in this order: the
+    /// namespace's index, the user's namespace set, revision floor and usage hash.
+    pub(super) fn scope_keys(&mut self, keys: &ScopeKeys) -> &mut Self {
+        self.arg(keys.index()).arg(keys.namespaces()).arg(keys.floor()).arg(keys.usage())
     }
 
     /// Appends one argument written in place, for the record payload of `put`.

@@ -317,10 +317,7 @@ impl crate::observe::Backend for RedisMemoryStore {
         let build = |indexed: bool| -> Result<Call<'_>> {
             let mut call = Call::with_capacity(&SCRIPTS.put, 5, bytes);
             call.arg(&record_key)
-                .arg(keys.index())
-                .arg(keys.namespaces())
-                .arg(keys.floor())
-                .arg(keys.usage())
+                .scope_keys(&keys)
                 .arg(key)
                 .arg(&keys.namespace)
                 .arg(mode)
@@ -441,10 +438,7 @@ impl crate::observe::Backend for RedisMemoryStore {
         let keys = ScopeKeys::new(scope);
         let mut call = Call::new(&SCRIPTS.delete, 5);
         call.arg(keys.record(key))
-            .arg(keys.index())
-            .arg(keys.namespaces())
-            .arg(keys.floor())
-            .arg(keys.usage())
+            .scope_keys(&keys)
             .arg(key)
             .arg(&keys.namespace)
             .arg(expected_revision.map_or_else(Vec::new, padded_revision))
@@ -460,10 +454,7 @@ impl crate::observe::Backend for RedisMemoryStore {
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let keys = ScopeKeys::new(scope);
         let mut call = Call::new(&SCRIPTS.delete_all, 4);
-        call.arg(keys.index())
-            .arg(keys.namespaces())
-            .arg(keys.floor())
-            .arg(keys.usage())
+        call.scope_keys(&keys)
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
             .arg(self.options.common.erase_batch_size)
@@ -578,10 +569,7 @@ impl crate::observe::Backend for RedisMemoryStore {
         let (limit, after) = (page.limit, page.after);
         let keys = ScopeKeys::new(scope);
         let mut call = Call::new(&SCRIPTS.purge, 4);
-        call.arg(keys.index())
-            .arg(keys.namespaces())
-            .arg(keys.floor())
-            .arg(keys.usage())
+        call.scope_keys(&keys)
             .arg(keys.record_prefix())
             .arg(&keys.namespace)
             .arg(lower_bound(after.as_deref().map(str::as_bytes)))
