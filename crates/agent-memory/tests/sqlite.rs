@@ -386,6 +386,36 @@ async fn two_stores_on_one_file_in_one_process() {
     b.close().await.expect("close");
 }
 
+/// A lone write runs on the caller's thread only when it can begin at once: while another
+/// connection holds the write lock it goes to the writer thread, which waits for the lock
+/// (the busy timeout), so the caller's runtime thread is never held by the wait and the write
+/// succeeds once the lock is released.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_waits_for_another_connections_lock_off_the_callers_thread() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("locked.db");
+    let store = Arc::new(SqliteMemoryStore::new(&path));
+    store.start().await.expect("start");
+    let s = scope("locked");
+    store.put(&s, "before", MemoryWrite::new("one")).await.expect("a write with the lock free");
+    let other = rusqlite::Connection::open(&path).expect("another connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("the other connection takes the write lock");
+    let write = tokio::spawn({
+        let (store, s) = (Arc::clone(&store), s.clone());
+        async move { store.put(&s, "during", MemoryWrite::new("two")).await }
+    });
+    // On this single runtime thread, the sleep ends on time only if the write did not block
+    // the thread waiting for the lock.
+    let slept = Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(slept.elapsed() < Duration::from_secs(2), "the write held the runtime's thread");
+    assert!(!write.is_finished(), "the write went through while another connection held the lock");
+    other.execute_batch("COMMIT").expect("the other connection releases the lock");
+    let written = write.await.expect("the task ran").expect("the write succeeds after the wait");
+    assert_eq!(written.content, "two");
+    store.close().await.expect("close");
+}
+
 const TWO_PROCESS_OPS: usize = 150;
 
 /// Writes from a child process and this one at the same time: compare-and-set increments on

@@ -101,6 +101,23 @@ impl SqliteMemoryStore {
         reply.await.map_err(|_| detected("a database task stopped before replying"))?
     }
 
+    /// Runs the write of one record `f` on this thread when no write is queued and the
+    /// writer's connection is free (see "Lone writes run where they are asked" in `pool`), and
+    /// on the writer thread as [`writing`](Self::writing) does otherwise.
+    async fn writing_one<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        if self.settings.read_only {
+            return Err(detected("the store was opened read-only"));
+        }
+        match self.pool()?.write_here(f) {
+            Ok(done) => done,
+            Err(f) => self.writing(f).await,
+        }
+    }
+
     /// After an erasure, best effort: moves the zeroed pages into the database file and empties
     /// the write-ahead log, so neither file keeps the erased content (see "Erasure" in the
     /// module docs). A failure or a reader still on the log leaves the erasure itself intact
@@ -181,7 +198,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
         write.validate(key, now)?;
         let (scope, key, parts) = (scope.clone(), key.to_owned(), WriteParts::from(write));
         let quotas = self.settings.common.quotas;
-        self.writing(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
+        self.writing_one(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
     }
 
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
@@ -250,7 +267,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
         validation::key(key)?;
         let now = self.clock.now();
         let (scope, key, expected) = (scope.clone(), key.to_owned(), expected_revision.cloned());
-        self.writing(move |conn| statements::delete(conn, &scope, &key, expected.as_ref(), now))
+        self.writing_one(move |conn| statements::delete(conn, &scope, &key, expected.as_ref(), now))
             .await
     }
 
