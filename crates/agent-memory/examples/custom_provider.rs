@@ -38,8 +38,8 @@ use agent_memory::provider::{
 use agent_memory::quota::{self, Usage, UsageChange};
 use agent_memory::{
     validation, ApplicationPage, Clock, KeyInfo, KeyInfoPage, ManualClock, MemoryCleanupPage,
-    MemoryError, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, Metadata,
-    NamespacePage, PageRequest, Quotas, Result, Revision, Source, SystemClock, Timestamp, UserPage,
+    MemoryError, MemoryPage, MemoryRecord, MemoryScope, MemoryStore, MemoryWrite, NamespacePage,
+    PageRequest, Quotas, Result, Revision, SystemClock, Timestamp, UserPage,
 };
 
 /// The name this provider gives in `Storage` errors.
@@ -54,16 +54,14 @@ const SEARCH_SCAN_LIMIT: usize = 1_000;
 /// keys, a user's namespaces, an application's users and the applications all sort together.
 type Address = (String, String, String, String);
 
-/// What is stored for one key.
+/// What is stored for one key: the record as `get` returns it, and what it is charged.
+///
+/// Keeping the whole record (its scope and key included, though the address repeats them)
+/// makes every read a clone; a database provider stores columns and builds the record from
+/// its row instead.
 #[derive(Debug, Clone)]
 struct Stored {
-    content: String,
-    metadata: Metadata,
-    revision: Revision,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    expires_at: Option<Timestamp>,
-    source: Source,
+    record: MemoryRecord,
     /// What the record is charged against quotas, by `quota::record_bytes`.
     bytes: u64,
 }
@@ -71,21 +69,7 @@ struct Stored {
 impl Stored {
     /// An expired record is gone for every read, even before `purge_expired` removes it.
     fn is_live(&self, now: Timestamp) -> bool {
-        self.expires_at.is_none_or(|at| at > now)
-    }
-
-    fn to_record(&self, scope: &MemoryScope, key: &str) -> MemoryRecord {
-        MemoryRecord {
-            scope: scope.clone(),
-            key: key.to_owned(),
-            content: self.content.clone(),
-            metadata: self.metadata.clone(),
-            revision: self.revision.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            expires_at: self.expires_at,
-            source: self.source.clone(),
-        }
+        self.record.expires_at.is_none_or(|at| at > now)
     }
 }
 
@@ -144,15 +128,16 @@ impl MapStore {
                 let next_cursor = last_inspected.map(|last| page.cursor(scope, last));
                 return Ok(MemoryPage { items, next_cursor });
             }
-            scan.inspect(stored.content.len());
+            scan.inspect(stored.record.content.len());
             last_inspected = Some(key);
-            if stored.is_live(now) && page.metadata.matches(&stored.metadata) && keep(stored) {
+            if stored.is_live(now) && page.metadata.matches(&stored.record.metadata) && keep(stored)
+            {
                 if items.len() == page.limit {
                     // Another match follows a full page: continue after the page's last key.
                     let next_cursor = items.last().map(|last| page.cursor(scope, &last.key));
                     return Ok(MemoryPage { items, next_cursor });
                 }
-                items.push(stored.to_record(scope, key));
+                items.push(stored.record.clone());
             }
         }
         Ok(MemoryPage { items, next_cursor: None })
@@ -237,7 +222,8 @@ impl MemoryStore for MapStore {
         let mut records = self.records()?;
         let at = address(scope, key);
         let held_before = records.get(&at).map(|stored| stored.bytes);
-        let live = records.get(&at).filter(|stored| stored.is_live(now));
+        let live =
+            records.get(&at).filter(|stored| stored.is_live(now)).map(|stored| &stored.record);
         let parts = WriteParts::from(write);
         let bytes = quota::record_bytes(key, &parts.content, &parts.metadata, &parts.source);
         // 2. The condition is checked against the live record, under the same lock as the write.
@@ -263,8 +249,10 @@ impl MemoryStore for MapStore {
             self.quotas.admit(usage, UsageChange::of_write(held_before, bytes))?;
         }
         // An expired record is gone: writing its key again creates a new record.
-        let created_at = live.map_or(now, |stored| stored.created_at);
-        let stored = Stored {
+        let created_at = live.map_or(now, |record| record.created_at);
+        let record = MemoryRecord {
+            scope: scope.clone(),
+            key: key.to_owned(),
             content: parts.content,
             metadata: parts.metadata,
             revision: self.new_revision()?,
@@ -272,10 +260,8 @@ impl MemoryStore for MapStore {
             updated_at: now,
             expires_at: parts.expires_at,
             source: parts.source,
-            bytes,
         };
-        let record = stored.to_record(scope, key);
-        records.insert(at, stored);
+        records.insert(at, Stored { record: record.clone(), bytes });
         Ok(record)
     }
 
@@ -284,7 +270,7 @@ impl MemoryStore for MapStore {
         let now = self.clock.now();
         let records = self.records()?;
         let found = records.get(&address(scope, key)).filter(|stored| stored.is_live(now));
-        Ok(found.map(|stored| stored.to_record(scope, key)))
+        Ok(found.map(|stored| stored.record.clone()))
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
@@ -299,8 +285,7 @@ impl MemoryStore for MapStore {
         let live = in_page(&records, scope, &page).filter(|(_, stored)| stored.is_live(now));
         // `fill` decodes rows up to the limit and takes one more only to know whether a cursor
         // is due.
-        PageBuilder::for_page(scope, &page)
-            .fill(live, |(key, stored)| Ok(stored.to_record(scope, key)))
+        PageBuilder::for_page(scope, &page).fill(live, |(_, stored)| Ok(stored.record.clone()))
     }
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
@@ -309,7 +294,7 @@ impl MemoryStore for MapStore {
         let records = self.records()?;
         let live = in_page(&records, scope, &page).filter(|(_, stored)| stored.is_live(now)).map(
             |(key, stored)| {
-                KeyInfo::new(key, u64::try_from(stored.content.len()).unwrap_or(u64::MAX))
+                KeyInfo::new(key, u64::try_from(stored.record.content.len()).unwrap_or(u64::MAX))
             },
         );
         Ok(key_info_page(scope, &page, live))
@@ -325,7 +310,7 @@ impl MemoryStore for MapStore {
         // matcher checks the query for them and is the one every provider confirms with.
         let page = page.key_page(CursorKind::Search, scope)?;
         let matcher = page.matcher(query)?;
-        self.scan(scope, &page, |stored| matcher.matches(&stored.content))
+        self.scan(scope, &page, |stored| matcher.matches(&stored.record.content))
     }
 
     async fn delete(
@@ -338,7 +323,7 @@ impl MemoryStore for MapStore {
         let now = self.clock.now();
         let mut records = self.records()?;
         let at = address(scope, key);
-        let live_revision = records.get(&at).filter(|s| s.is_live(now)).map(|s| &s.revision);
+        let live_revision = records.get(&at).filter(|s| s.is_live(now)).map(|s| &s.record.revision);
         if expected_revision.is_some_and(|expected| live_revision != Some(expected)) {
             return Err(MemoryError::stale_revision());
         }

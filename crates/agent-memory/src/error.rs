@@ -132,6 +132,22 @@ impl MemoryError {
         }
     }
 
+    /// The input an [`Invalid`](MemoryError::Invalid) error names (`key`, `url`,
+    /// `max_connections`, ...); `None` for the other kinds.
+    ///
+    /// ```
+    /// use agent_memory::MemoryError;
+    ///
+    /// assert_eq!(MemoryError::invalid("key", "must not be empty").invalid_field(), Some("key"));
+    /// assert_eq!(MemoryError::stale_revision().invalid_field(), None);
+    /// ```
+    pub fn invalid_field(&self) -> Option<&'static str> {
+        match self {
+            Self::Invalid { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
     /// True for [`MemoryError::Invalid`].
     pub fn is_invalid(&self) -> bool {
         matches!(self, Self::Invalid { .. })

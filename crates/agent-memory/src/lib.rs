@@ -203,6 +203,7 @@
 // Each provider reads the parts of a URL its scheme has, so a build with only some providers
 // leaves the other parts unread.
 #[cfg_attr(not(all(feature = "sqlite", feature = "postgres", feature = "redis")), allow(dead_code))]
+mod builder;
 mod connection_url;
 mod error;
 mod facts;

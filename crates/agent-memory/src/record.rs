@@ -105,22 +105,15 @@ impl Source {
         self.session_id.is_none() && self.invocation_id.is_none() && self.agent.is_none()
     }
 
-    /// The same source with `session_id` set.
-    pub fn session(mut self, session_id: impl Into<String>) -> Self {
-        self.session_id = Some(session_id.into());
-        self
-    }
+    crate::builder::setters! {
+        /// The same source with `session_id` set.
+        session(session_id: impl Into<String>) => session_id = Some(session_id.into());
 
-    /// The same source with `invocation_id` set.
-    pub fn invocation(mut self, invocation_id: impl Into<String>) -> Self {
-        self.invocation_id = Some(invocation_id.into());
-        self
-    }
+        /// The same source with `invocation_id` set.
+        invocation(invocation_id: impl Into<String>) => invocation_id = Some(invocation_id.into());
 
-    /// The same source with `agent` set.
-    pub fn agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = Some(agent.into());
-        self
+        /// The same source with `agent` set.
+        agent(agent: impl Into<String>) => agent = Some(agent.into());
     }
 }
 

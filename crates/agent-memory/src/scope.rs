@@ -88,6 +88,20 @@ impl MemoryScope {
     pub fn namespace_or_empty(&self) -> &str {
         self.namespace.as_deref().unwrap_or("")
     }
+
+    /// The three columns a provider keys a scope's records by: application id, user id, and
+    /// [`namespace_or_empty`](Self::namespace_or_empty), in that order (the order records
+    /// sort in).
+    ///
+    /// ```
+    /// # use agent_memory::MemoryScope;
+    /// let scope = MemoryScope::new("app", "user-1")?;
+    /// assert_eq!(scope.columns(), ("app", "user-1", ""));
+    /// # Ok::<(), agent_memory::MemoryError>(())
+    /// ```
+    pub fn columns(&self) -> (&str, &str, &str) {
+        (&self.application_id, &self.user_id, self.namespace_or_empty())
+    }
 }
 
 impl fmt::Debug for MemoryScope {

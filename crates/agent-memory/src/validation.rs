@@ -86,18 +86,20 @@ pub fn key(key: &str) -> Result<()> {
 /// # Errors
 /// [`MemoryError::Invalid`] naming `prefix`.
 pub fn key_prefix(prefix: &str) -> Result<()> {
-    if prefix.len() > MAX_KEY_BYTES {
-        return Err(MemoryError::invalid(
-            "prefix",
-            format!("must be at most {MAX_KEY_BYTES} bytes"),
-        ));
-    }
+    at_most_bytes("prefix", prefix, MAX_KEY_BYTES)?;
     no_control("prefix", prefix)
 }
 
 fn no_control(field: &'static str, value: &str) -> Result<()> {
     if value.chars().any(char::is_control) {
         return Err(MemoryError::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+fn at_most_bytes(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.len() > max {
+        return Err(MemoryError::invalid(field, format!("must be at most {max} bytes")));
     }
     Ok(())
 }
@@ -114,16 +116,7 @@ fn no_nul(field: &'static str, value: &str) -> Result<()> {
 /// # Errors
 /// [`MemoryError::Invalid`] naming `revision`.
 pub fn revision_token(token: &str) -> Result<()> {
-    if token.is_empty() || token.len() > MAX_REVISION_BYTES {
-        return Err(MemoryError::invalid(
-            "revision",
-            format!("must be 1 to {MAX_REVISION_BYTES} bytes"),
-        ));
-    }
-    if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(MemoryError::invalid("revision", "must be printable ASCII"));
-    }
-    Ok(())
+    printable_token("revision", token, MAX_REVISION_BYTES)
 }
 
 /// Checks the shape of a cursor token: 1 to [`MAX_CURSOR_BYTES`] printable ASCII bytes
@@ -135,14 +128,16 @@ pub fn revision_token(token: &str) -> Result<()> {
 /// # Errors
 /// [`MemoryError::Invalid`] naming `cursor`.
 pub fn cursor_token(token: &str) -> Result<()> {
-    if token.is_empty() || token.len() > MAX_CURSOR_BYTES {
-        return Err(MemoryError::invalid(
-            "cursor",
-            format!("must be 1 to {MAX_CURSOR_BYTES} bytes"),
-        ));
+    printable_token("cursor", token, MAX_CURSOR_BYTES)
+}
+
+/// Checks that an opaque token is 1 to `max` bytes of printable ASCII.
+fn printable_token(field: &'static str, token: &str, max: usize) -> Result<()> {
+    if token.is_empty() || token.len() > max {
+        return Err(MemoryError::invalid(field, format!("must be 1 to {max} bytes")));
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(MemoryError::invalid("cursor", "must be printable ASCII"));
+        return Err(MemoryError::invalid(field, "must be printable ASCII"));
     }
     Ok(())
 }
@@ -152,12 +147,7 @@ pub fn cursor_token(token: &str) -> Result<()> {
 /// # Errors
 /// [`MemoryError::Invalid`] naming `content`.
 pub fn content(content: &str) -> Result<()> {
-    if content.len() > MAX_CONTENT_BYTES {
-        return Err(MemoryError::invalid(
-            "content",
-            format!("must be at most {MAX_CONTENT_BYTES} bytes"),
-        ));
-    }
+    at_most_bytes("content", content, MAX_CONTENT_BYTES)?;
     no_nul("content", content)
 }
 
@@ -266,12 +256,7 @@ pub fn query(query: &str) -> Result<()> {
     if query.is_empty() {
         return Err(MemoryError::invalid("query", "must not be empty"));
     }
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(MemoryError::invalid(
-            "query",
-            format!("must be at most {MAX_QUERY_BYTES} bytes"),
-        ));
-    }
+    at_most_bytes("query", query, MAX_QUERY_BYTES)?;
     no_nul("query", query)
 }
 

@@ -62,29 +62,19 @@ impl MemoryWrite {
         }
     }
 
-    /// Sets the metadata; `put` rejects anything but a JSON object.
-    pub fn metadata(mut self, metadata: Value) -> Self {
-        self.metadata = metadata;
-        self
-    }
+    crate::builder::setters! {
+        /// Sets the metadata; `put` rejects anything but a JSON object.
+        metadata(metadata: Value) => metadata = metadata;
 
-    /// Makes the record invisible from `expires_at` on; `put` rejects an instant in the past.
-    pub fn expires_at(mut self, expires_at: Timestamp) -> Self {
-        self.expires_at = Some(expires_at);
-        self
-    }
+        /// Makes the record invisible from `expires_at` on; `put` rejects an instant in the past.
+        expires_at(expires_at: Timestamp) => expires_at = Some(expires_at);
 
-    /// Sets the expiry when `expires_at` is `Some`, clears it when `None`.
-    pub fn expires_at_opt(mut self, expires_at: Option<Timestamp>) -> Self {
-        self.expires_at = expires_at;
-        self
-    }
+        /// Sets the expiry when `expires_at` is `Some`, clears it when `None`.
+        expires_at_opt(expires_at: Option<Timestamp>) => expires_at = expires_at;
 
-    /// Replaces only the live record holding exactly `revision`; otherwise `put` fails with
-    /// [`Conflict`](crate::MemoryError::Conflict).
-    pub fn expected_revision(mut self, revision: Revision) -> Self {
-        self.condition = WriteCondition::Revision(revision);
-        self
+        /// Replaces only the live record holding exactly `revision`; otherwise `put` fails with
+        /// [`Conflict`](crate::MemoryError::Conflict).
+        expected_revision(revision: Revision) => condition = WriteCondition::Revision(revision);
     }
 
     /// Writes only if no live record has the key; otherwise `put` fails with

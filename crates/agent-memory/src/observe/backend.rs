@@ -34,71 +34,22 @@ pub(crate) trait Telemetry {
     fn record_gauges(&self) {}
 }
 
-/// The operations of [`MemoryStore`], as a provider implements them: the same contract, the
-/// same signatures, without instrumentation. See [`MemoryStore`] for each one's behaviour.
-pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
-    fn start(&self) -> impl Future<Output = Result<()>> + Send;
-    fn close(&self) -> impl Future<Output = Result<()>> + Send;
-    fn put(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        write: MemoryWrite,
-    ) -> impl Future<Output = Result<MemoryRecord>> + Send;
-    fn get(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<MemoryRecord>>> + Send;
-    fn list(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<MemoryPage>> + Send;
-    fn list_keys(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<KeyInfoPage>> + Send;
-    fn search(
-        &self,
-        scope: &MemoryScope,
-        query: &str,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<MemoryPage>> + Send;
-    fn delete(
-        &self,
-        scope: &MemoryScope,
-        key: &str,
-        expected_revision: Option<&Revision>,
-    ) -> impl Future<Output = Result<bool>> + Send;
-    fn delete_all(&self, scope: &MemoryScope) -> impl Future<Output = Result<u64>> + Send;
-    fn delete_user(
-        &self,
-        application_id: &str,
-        user_id: &str,
-    ) -> impl Future<Output = Result<u64>> + Send;
-    fn list_namespaces(
-        &self,
-        application_id: &str,
-        user_id: &str,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<NamespacePage>> + Send;
-    fn list_users(
-        &self,
-        application_id: &str,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<UserPage>> + Send;
-    fn list_applications(
-        &self,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<ApplicationPage>> + Send;
-    fn purge_expired(
-        &self,
-        scope: &MemoryScope,
-        page: PageRequest,
-    ) -> impl Future<Output = Result<MemoryCleanupPage>> + Send;
+/// Declares [`Backend`] with every operation [`store_operations!`](crate::store_operations)
+/// lists, each returning a `Send` future of its result.
+macro_rules! backend_trait {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+        /// The operations of [`MemoryStore`], as a provider implements them: the same
+        /// contract, the same signatures, without instrumentation. See [`MemoryStore`] for each
+        /// one's behaviour.
+        pub(crate) trait Backend: Telemetry + Send + Sync + std::fmt::Debug {
+            fn start(&self) -> impl Future<Output = Result<()>> + Send;
+            fn close(&self) -> impl Future<Output = Result<()>> + Send;
+            $(fn $name(&self $(, $arg: $ty)*) -> impl Future<Output = Result<$out>> + Send;)*
+        }
+    };
 }
+
+crate::store_operations!(backend_trait);
 
 /// One `MemoryStore` method as `async_trait` declares it: when nothing observes the operation
 /// ([`span::unobserved`]) the backend's own future is boxed and returned as it is, so an

@@ -230,55 +230,22 @@ impl Summary for Option<MemoryRecord> {
     }
 }
 
-impl Summary for MemoryPage {
-    fn counts(&self) -> Counts {
-        Counts {
-            returned: count(self.items.len()),
-            more: Some(self.next_cursor.is_some()),
-            ..Counts::default()
+/// Every page type: the items it returns, and whether a cursor follows.
+macro_rules! page_summary {
+    ($($page:ty),*) => {$(
+        impl Summary for $page {
+            fn counts(&self) -> Counts {
+                Counts {
+                    returned: count(self.items.len()),
+                    more: Some(self.next_cursor.is_some()),
+                    ..Counts::default()
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl Summary for KeyInfoPage {
-    fn counts(&self) -> Counts {
-        Counts {
-            returned: count(self.items.len()),
-            more: Some(self.next_cursor.is_some()),
-            ..Counts::default()
-        }
-    }
-}
-
-impl Summary for NamespacePage {
-    fn counts(&self) -> Counts {
-        Counts {
-            returned: count(self.items.len()),
-            more: Some(self.next_cursor.is_some()),
-            ..Counts::default()
-        }
-    }
-}
-
-impl Summary for UserPage {
-    fn counts(&self) -> Counts {
-        Counts {
-            returned: count(self.items.len()),
-            more: Some(self.next_cursor.is_some()),
-            ..Counts::default()
-        }
-    }
-}
-
-impl Summary for ApplicationPage {
-    fn counts(&self) -> Counts {
-        Counts {
-            returned: count(self.items.len()),
-            more: Some(self.next_cursor.is_some()),
-            ..Counts::default()
-        }
-    }
-}
+page_summary!(MemoryPage, KeyInfoPage, NamespacePage, UserPage, ApplicationPage);
 
 impl Summary for MemoryCleanupPage {
     fn counts(&self) -> Counts {

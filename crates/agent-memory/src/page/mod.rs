@@ -121,30 +121,20 @@ impl PageRequest {
         self.case(Case::Insensitive)
     }
 
-    /// The same request keeping only records whose metadata passes `filter` (`list` and
-    /// `search`).
-    pub fn metadata(mut self, filter: MetadataFilter) -> Self {
-        self.metadata = filter;
-        self
-    }
+    crate::builder::setters! {
+        /// The same request keeping only records whose metadata passes `filter` (`list` and
+        /// `search`).
+        metadata(filter: MetadataFilter) => metadata = filter;
 
-    /// The same request continuing after `cursor`.
-    pub fn after(mut self, cursor: Cursor) -> Self {
-        self.after = Some(cursor);
-        self
-    }
+        /// The same request continuing after `cursor`.
+        after(cursor: Cursor) => after = Some(cursor);
 
-    /// The same request continuing after `cursor`, when there is one.
-    pub fn after_opt(mut self, cursor: Option<Cursor>) -> Self {
-        self.after = cursor;
-        self
-    }
+        /// The same request continuing after `cursor`, when there is one.
+        after_opt(cursor: Option<Cursor>) => after = cursor;
 
-    /// The same request restricted to keys that start with `prefix` (`list` only; empty for
-    /// every key). See [Key prefix](Self#key-prefix).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
+        /// The same request restricted to keys that start with `prefix` (`list` only; empty for
+        /// every key). See [Key prefix](Self#key-prefix).
+        prefix(prefix: impl Into<String>) => prefix = prefix.into();
     }
 }
 

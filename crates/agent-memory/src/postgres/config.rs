@@ -105,125 +105,75 @@ pub struct PostgresMemoryStoreBuilder {
 }
 
 impl PostgresMemoryStoreBuilder {
-    /// Most connections the pool keeps open (default 16). At least 1, at most 262,143
-    /// (PostgreSQL's own ceiling).
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.options.max_connections = max;
-        self
+    crate::builder::setters! {
+        /// Most connections the pool keeps open (default 16). At least 1, at most 262,143
+        /// (PostgreSQL's own ceiling).
+        max_connections(max: usize) => options.max_connections = max;
+
+        /// Connections `start()` opens and prepares ahead of use (default 1; 0 connects lazily, so
+        /// `start()` then only checks the schema through one connection). At most
+        /// `max_connections`.
+        min_connections(min: usize) => options.min_connections = min;
+
+        /// Longest wait for one new connection (default 10 s, or the URL's `connect_timeout`).
+        /// Longer than zero.
+        connect_timeout(timeout: Duration) => options.connect_timeout = timeout;
+
+        /// Longest wait for a free connection when all are busy (default 30 s). Longer than zero.
+        acquire_timeout(timeout: Duration) => options.acquire_timeout = timeout;
+
+        /// Whether `start()` creates the table when it is missing (default `true`). With `false` it
+        /// only checks a table someone provisioned (see [`PostgresMemoryStore::schema_sql`]) and
+        /// fails if it differs.
+        setup_schema(setup: bool) => options.setup_schema = setup;
+
+        /// The schema holding the table (default `public`): ASCII letters, digits and underscores,
+        /// at most 48 bytes.
+        schema(schema: impl Into<String>) => schema = schema.into();
+
+        /// The table name (default `agent_memory_records`), under the same rules as the schema.
+        table(table: impl Into<String>) => table = table.into();
+
+        /// Most writes (`put` and `delete`, in all their forms) that one shared statement and one
+        /// commit may carry (default 64; at least 1, and 1 runs every write alone). Writes that
+        /// arrive while every connection is busy wait for the next free one, which runs them
+        /// together; a write that finds a free connection runs alone at once. See "Write
+        /// coalescing" in the [module docs](super). URL parameter `write_batch_max`.
+        write_batch_max(writes: usize) => options.write_batch_max = writes;
+
+        /// Most connections that writes hold at once (default: a quarter of `max_connections`, at
+        /// least 1; at least 1, at most `max_connections`). Writes beyond it queue and share the
+        /// statements of the writes that hold them, while reads keep the whole pool. See "Write
+        /// coalescing" in the [module docs](super). URL parameter `write_connections`.
+        write_connections(connections: usize) => options.write_connections = Some(connections);
     }
 
-    /// Connections `start()` opens and prepares ahead of use (default 1; 0 connects lazily,
-    /// so `start()` then only checks the schema through one connection). At most
-    /// `max_connections`.
-    pub fn min_connections(mut self, min: usize) -> Self {
-        self.options.min_connections = min;
-        self
+    crate::provider::common_setters! {
+        options.common;
+        search_scan_limit: "1,000", "A larger value finds sparse matches in fewer calls; a \
+            smaller one keeps each call, and the connection it holds, shorter.";
+        search_scan_bytes: "";
+        erase_batch_size: "1,000", "Each step is one statement and one transaction.";
     }
 
-    /// Longest wait for one new connection (default 10 s, or the URL's `connect_timeout`).
-    /// Longer than zero.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
+    crate::builder::setters! {
+        /// Whether each statement is prepared once per connection and then run by name (default
+        /// `true`, the fastest). With `false` every operation runs its statement unnamed, still in
+        /// one round trip (parse, bind and execute in one message): what transaction-mode poolers
+        /// (PgBouncer's `pool_mode = transaction`, Supabase's pooler on port 6543) need, because
+        /// they hand each transaction to any server connection, where a named statement prepared on
+        /// another does not exist. URL parameter `prepared_statements`.
+        prepared_statements(prepared: bool) => options.prepared_statements = prepared;
 
-    /// Longest wait for a free connection when all are busy (default 30 s). Longer than zero.
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.options.acquire_timeout = timeout;
-        self
-    }
+        /// How connections use TLS (libpq's `sslmode`; default [`SslMode::Prefer`], or
+        /// [`SslMode::VerifyFull`] with [`ssl_root_cert_system`](Self::ssl_root_cert_system)). See
+        /// the [module docs](super) ("TLS") for what each mode checks.
+        ssl_mode(mode: SslMode) => tls.mode = Some(mode);
 
-    /// Whether `start()` creates the table when it is missing (default `true`). With `false`
-    /// it only checks a table someone provisioned (see
-    /// [`PostgresMemoryStore::schema_sql`]) and fails if it differs.
-    pub fn setup_schema(mut self, setup: bool) -> Self {
-        self.options.setup_schema = setup;
-        self
-    }
-
-    /// The schema holding the table (default `public`): ASCII letters, digits and
-    /// underscores, at most 48 bytes.
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = schema.into();
-        self
-    }
-
-    /// The table name (default `agent_memory_records`), under the same rules as the schema.
-    pub fn table(mut self, table: impl Into<String>) -> Self {
-        self.table = table.into();
-        self
-    }
-
-    /// Most keys one `search` call inspects before returning what it found with a cursor
-    /// (default 1,000). At least 1.
-    pub fn search_scan_limit(mut self, keys: usize) -> Self {
-        self.options.common.search_scan_limit = keys;
-        self
-    }
-
-    /// Most content bytes one `search` call inspects before returning what it found with a
-    /// cursor (default 1 MiB). At least 1; a call always inspects one record, so it reads at
-    /// most this plus one record's content. This bounds how long one call holds a backend,
-    /// whatever is stored (see the provider guide, "Search").
-    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.options.common.search_scan_bytes = bytes;
-        self
-    }
-
-    /// Rows each `delete_all` or `delete_user` batch (one statement, one transaction) removes
-    /// (default 1,000).
-    /// At least 1.
-    pub fn erase_batch_size(mut self, rows: usize) -> Self {
-        self.options.common.erase_batch_size = rows;
-        self
-    }
-
-    /// Most writes (`put` and `delete`, in all their forms) that one shared statement and
-    /// one commit may carry (default 64; at least 1, and 1 runs every write alone). Writes
-    /// that arrive while every connection is busy wait for the next free one, which runs
-    /// them together; a write that finds a free connection runs alone at once. See
-    /// "Write coalescing" in the [module docs](super). URL parameter `write_batch_max`.
-    pub fn write_batch_max(mut self, writes: usize) -> Self {
-        self.options.write_batch_max = writes;
-        self
-    }
-
-    /// Most connections that writes hold at once (default: a quarter of `max_connections`,
-    /// at least 1; at least 1, at most `max_connections`). Writes beyond it queue and share
-    /// the statements of the writes that hold them, while reads keep the whole pool. See
-    /// "Write coalescing" in the [module docs](super). URL parameter `write_connections`.
-    pub fn write_connections(mut self, connections: usize) -> Self {
-        self.options.write_connections = Some(connections);
-        self
-    }
-
-    crate::quota::quota_setters!(options.common.quotas);
-
-    /// Whether each statement is prepared once per connection and then run by name (default
-    /// `true`, the fastest). With `false` every operation runs its statement unnamed, still in
-    /// one round trip (parse, bind and execute in one message): what transaction-mode poolers
-    /// (PgBouncer's `pool_mode = transaction`, Supabase's pooler on port 6543) need, because
-    /// they hand each transaction to any server connection, where a named statement prepared
-    /// on another does not exist. URL parameter `prepared_statements`.
-    pub fn prepared_statements(mut self, prepared: bool) -> Self {
-        self.options.prepared_statements = prepared;
-        self
-    }
-
-    /// How connections use TLS (libpq's `sslmode`; default [`SslMode::Prefer`], or
-    /// [`SslMode::VerifyFull`] with [`ssl_root_cert_system`](Self::ssl_root_cert_system)). See
-    /// the [module docs](super) ("TLS") for what each mode checks.
-    pub fn ssl_mode(mut self, mode: SslMode) -> Self {
-        self.tls.mode = Some(mode);
-        self
-    }
-
-    /// A PEM file of the CA certificates that may sign the server's certificate (libpq's
-    /// `sslrootcert=PATH`). With one, every TLS mode checks the certificate chain; the default
-    /// is `~/.postgresql/root.crt` when that file exists. Read by [`build`](Self::build).
-    pub fn ssl_root_cert(mut self, path: impl Into<PathBuf>) -> Self {
-        self.tls.root_cert = Some(RootCert::File(path.into()));
-        self
+        /// A PEM file of the CA certificates that may sign the server's certificate (libpq's
+        /// `sslrootcert=PATH`). With one, every TLS mode checks the certificate chain; the default
+        /// is `~/.postgresql/root.crt` when that file exists. Read by [`build`](Self::build).
+        ssl_root_cert(path: impl Into<PathBuf>) => tls.root_cert = Some(RootCert::File(path.into()));
     }
 
     /// Trusts the operating system's CA certificates (libpq's `sslrootcert=system`), as managed
@@ -234,19 +184,15 @@ impl PostgresMemoryStoreBuilder {
         self
     }
 
-    /// A PEM file with the client certificate (and any intermediates) to show a server that
-    /// asks for one (libpq's `sslcert`; default `~/.postgresql/postgresql.crt` when it exists).
-    pub fn ssl_cert(mut self, path: impl Into<PathBuf>) -> Self {
-        self.tls.cert = Some(path.into());
-        self
-    }
+    crate::builder::setters! {
+        /// A PEM file with the client certificate (and any intermediates) to show a server that
+        /// asks for one (libpq's `sslcert`; default `~/.postgresql/postgresql.crt` when it exists).
+        ssl_cert(path: impl Into<PathBuf>) => tls.cert = Some(path.into());
 
-    /// The PEM file with the client certificate's private key (libpq's `sslkey`; default
-    /// `~/.postgresql/postgresql.key`). Like libpq, the store refuses a key file other users can
-    /// read.
-    pub fn ssl_key(mut self, path: impl Into<PathBuf>) -> Self {
-        self.tls.key = Some(path.into());
-        self
+        /// The PEM file with the client certificate's private key (libpq's `sslkey`; default
+        /// `~/.postgresql/postgresql.key`). Like libpq, the store refuses a key file other users
+        /// can read.
+        ssl_key(path: impl Into<PathBuf>) => tls.key = Some(path.into());
     }
 
     /// Checks the configuration, reads the TLS files, and builds the (unstarted) store. Nothing

@@ -311,7 +311,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
     async fn get(&self, scope: &MemoryScope, key: &str) -> Result<Option<MemoryRecord>> {
         validation::key(key)?;
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+        let (app, user, ns) = scope.columns();
         let row = client.query_opt(&self.sql.get, &[&app, &user, &ns, &key]).await?;
         row.map(|row| record(scope, &row)).transpose()
     }
@@ -369,7 +369,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+        let (app, user, ns) = scope.columns();
         let batch = limit_param(self.options.common.erase_batch_size);
         let probe = batch.saturating_add(1);
         let mut removed: u64 = 0;
@@ -449,7 +449,7 @@ impl crate::observe::Backend for PostgresMemoryStore {
     ) -> Result<MemoryCleanupPage> {
         let page = page.key_page(CursorKind::Purge, scope)?;
         let client = self.client().await?;
-        let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+        let (app, user, ns) = scope.columns();
         let after = page.after.unwrap_or_default();
         let inspect = limit_param(page.limit);
         let probe = limit_param(page.limit + 1);
@@ -518,7 +518,7 @@ async fn in_range(
     page: &KeyPage,
     middle: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<tokio_postgres::Row>> {
-    let (app, user, ns) = (scope.application_id(), scope.user_id(), scope.namespace_or_empty());
+    let (app, user, ns) = scope.columns();
     let start = page.after.as_deref().unwrap_or(&page.prefix);
     let end = page.prefix_end();
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![&app, &user, &ns, &start];

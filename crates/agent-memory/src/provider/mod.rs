@@ -73,6 +73,7 @@ pub use crate::search_scan::{
     DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
 };
 pub use crate::write::{WriteCondition, WriteParts};
+pub(crate) use options::common_setters;
 pub use options::CommonOptions;
 pub use registry::{registration, registrations, Opener, Registration};
 
@@ -287,18 +288,9 @@ pub fn user_page(
     ids: impl IntoIterator<Item = String>,
 ) -> Result<UserPage> {
     crate::validation::id("application_id", application_id)?;
-    let mut ids = ids.into_iter();
-    let mut items = Vec::with_capacity(limit.min(128));
-    for id in ids.by_ref().take(limit) {
-        crate::validation::id("user_id", &id)
-            .map_err(|_| MemoryError::storage(provider, "a stored user id is unreadable"))?;
-        items.push(id);
-    }
-    let next_cursor = match items.last() {
-        Some(last) if ids.next().is_some() => Some(user_cursor(application_id, last)),
-        _ => None,
-    };
-    Ok(UserPage { items, next_cursor })
+    let (items, next_cursor) =
+        id_page(provider, ("user_id", "a stored user id is unreadable"), limit, ids)?;
+    Ok(UserPage { next_cursor: next_cursor.map(|last| user_cursor(application_id, &last)), items })
 }
 
 /// A page of the store's application ids from the stored ids in ascending byte order,
@@ -325,16 +317,27 @@ pub fn application_page(
     limit: usize,
     ids: impl IntoIterator<Item = String>,
 ) -> Result<ApplicationPage> {
+    let (items, next_cursor) =
+        id_page(provider, ("application_id", "a stored application id is unreadable"), limit, ids)?;
+    Ok(ApplicationPage { next_cursor: next_cursor.map(|last| application_cursor(&last)), items })
+}
+
+/// The first `limit` of `ids`, each checked as an id of `field` (a `Storage` error saying
+/// `unreadable` when one is not), and the last of them when more follow (the position the next
+/// page's cursor continues after).
+fn id_page(
+    provider: &'static str,
+    (field, unreadable): (&'static str, &'static str),
+    limit: usize,
+    ids: impl IntoIterator<Item = String>,
+) -> Result<(Vec<String>, Option<String>)> {
     let mut ids = ids.into_iter();
     let mut items = Vec::with_capacity(limit.min(128));
     for id in ids.by_ref().take(limit) {
-        crate::validation::id("application_id", &id)
-            .map_err(|_| MemoryError::storage(provider, "a stored application id is unreadable"))?;
+        crate::validation::id(field, &id)
+            .map_err(|_| MemoryError::storage(provider, unreadable))?;
         items.push(id);
     }
-    let next_cursor = match items.last() {
-        Some(last) if ids.next().is_some() => Some(application_cursor(last)),
-        _ => None,
-    };
-    Ok(ApplicationPage { items, next_cursor })
+    let last = items.last().filter(|_| ids.next().is_some()).cloned();
+    Ok((items, last))
 }

@@ -1,4 +1,5 @@
-//! [`CommonOptions`]: the options every database provider takes, kept once.
+//! [`CommonOptions`]: the options every database provider takes, kept once, and
+//! [`common_setters!`], their builder methods.
 
 use crate::connection_url::Params;
 use crate::error::{MemoryError, Result};
@@ -110,3 +111,41 @@ impl CommonOptions {
         self.quotas.check()
     }
 }
+
+/// The builder methods of [`CommonOptions`] (`search_scan_limit`, `search_scan_bytes`,
+/// `erase_batch_size`) and of the quotas, for a builder holding the options at the given field
+/// path. Each provider names its defaults and adds a sentence on what the budget bounds there.
+macro_rules! common_setters {
+    (
+        $($field:ident).+;
+        search_scan_limit: $scan_default:literal, $scan_note:literal;
+        search_scan_bytes: $bytes_note:literal;
+        erase_batch_size: $erase_default:literal, $erase_note:literal $(;)?
+    ) => {
+        $crate::builder::setters! {
+            #[doc = concat!(
+                "The most keys one `search` (or filtered `list`) call inspects before it \
+                 returns what it found, with a cursor to continue (default ", $scan_default,
+                ", at least 1). ", $scan_note, " URL parameter `search_scan_limit`."
+            )]
+            search_scan_limit(keys: usize) => $($field).+.search_scan_limit = keys;
+            #[doc = concat!(
+                "The most content bytes one `search` call inspects before it returns what it \
+                 found, with a cursor to continue (default 1 MiB, at least 1; a call always \
+                 inspects one record, so it reads at most this plus one record's content). \
+                 This bounds what one call costs whatever is stored: the matcher is linear, so \
+                 time follows bytes. ", $bytes_note, " URL parameter `search_scan_bytes`."
+            )]
+            search_scan_bytes(bytes: usize) => $($field).+.search_scan_bytes = bytes;
+            #[doc = concat!(
+                "The most records one step of `delete_all` or `delete_user` removes (default ",
+                $erase_default, ", at least 1); the store takes steps until none is left. ",
+                $erase_note, " URL parameter `erase_batch_size`."
+            )]
+            erase_batch_size(records: usize) => $($field).+.erase_batch_size = records;
+        }
+
+        $crate::quota::quota_setters!($($field).+.quotas);
+    };
+}
+pub(crate) use common_setters;

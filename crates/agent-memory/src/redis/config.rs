@@ -328,91 +328,55 @@ impl RedisMemoryStoreBuilder {
         Ok(builder)
     }
 
-    /// Makes [`start`](crate::MemoryStore::start) fail with
-    /// [`Storage`](MemoryError::Storage) when the deployment can lose or evict acknowledged
-    /// writes (see [`DurabilityReport`](super::DurabilityReport)), instead of only logging a
-    /// warning. Off by default.
-    pub fn require_durable(mut self, require: bool) -> Self {
-        self.options.require_durable = require;
-        self
+    crate::builder::setters! {
+        /// Makes [`start`](crate::MemoryStore::start) fail with [`Storage`](MemoryError::Storage)
+        /// when the deployment can lose or evict acknowledged writes (see
+        /// [`DurabilityReport`](super::DurabilityReport)), instead of only logging a warning. Off
+        /// by default.
+        require_durable(require: bool) => options.require_durable = require;
+
+        /// How long one operation may wait for its reply before failing with `Storage` (default 10
+        /// s; more than zero).
+        response_timeout(timeout: Duration) => options.response_timeout = timeout;
+
+        /// How long connecting at `start()` may take, every retry of a refused connection included
+        /// (default 5 s; more than zero): an unreachable server fails with `Storage` within it. URL
+        /// parameter `connect_timeout`, in whole seconds.
+        connect_timeout(timeout: Duration) => options.connect_timeout = timeout;
     }
 
-    /// How long one operation may wait for its reply before failing with `Storage`
-    /// (default 10 s; more than zero).
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.options.response_timeout = timeout;
-        self
+    crate::provider::common_setters! {
+        options.common;
+        search_scan_limit: "500", "Each index entry inspected is one record.";
+        search_scan_bytes: "Redis runs one script at a time, so this bounds how long one search \
+            keeps every other client waiting.";
+        erase_batch_size: "500", "Each step is one script call, so one call never blocks the \
+            server long.";
     }
 
-    /// How long connecting at `start()` may take, every retry of a refused connection
-    /// included (default 5 s; more than zero): an unreachable server fails with `Storage`
-    /// within it. URL parameter `connect_timeout`, in whole seconds.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
+    crate::builder::setters! {
+        /// Most index entries one `list` call inspects to skip expired records (default 1,000; at
+        /// least 101, so a page of live records always fits).
+        list_scan_limit(entries: usize) => options.list_scan_limit = entries;
 
-    /// Most records one `delete_all` or `delete_user` script call removes (default 500; at
-    /// least 1); the store loops until none is left, so one call never blocks the server long.
-    pub fn erase_batch_size(mut self, records: usize) -> Self {
-        self.options.common.erase_batch_size = records;
-        self
-    }
+        /// A PEM file of the CA certificates that may sign the servers' certificates, instead of
+        /// the system's trusted authorities (URL parameter `cacert`, as `redis-cli --cacert`).
+        /// `rediss` URLs only. Read by [`build`](Self::build).
+        tls_ca_cert(path: impl Into<PathBuf>) => options.tls.cacert = Some(path.into());
 
-    crate::quota::quota_setters!(options.common.quotas);
+        /// A PEM file with the client certificate to show servers that ask for one
+        /// (`--tls-auth-clients yes`; URL parameter `cert`). Needs [`tls_key`](Self::tls_key).
+        tls_cert(path: impl Into<PathBuf>) => options.tls.cert = Some(path.into());
 
-    /// Most index entries one `list` call inspects to skip expired records (default 1,000; at
-    /// least 101, so a page of live records always fits).
-    pub fn list_scan_limit(mut self, entries: usize) -> Self {
-        self.options.list_scan_limit = entries;
-        self
-    }
+        /// The PEM file with the client certificate's private key (URL parameter `key`); refused
+        /// when other users can read it, as libpq refuses such keys.
+        tls_key(path: impl Into<PathBuf>) => options.tls.key = Some(path.into());
 
-    /// Most index entries one `search` call inspects (default 500; at least 1); a call that
-    /// reaches it returns what it found with a cursor.
-    pub fn search_scan_limit(mut self, entries: usize) -> Self {
-        self.options.common.search_scan_limit = entries;
-        self
-    }
-
-    /// Most content bytes one `search` call inspects (default 1 MiB; at least 1; a call always
-    /// inspects one record, so it reads at most this plus one record's content); a call that
-    /// reaches it returns what it found with a cursor. Redis runs one script at a time, so this
-    /// bounds how long one search keeps every other client waiting, whatever is stored.
-    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.options.common.search_scan_bytes = bytes;
-        self
-    }
-
-    /// A PEM file of the CA certificates that may sign the servers' certificates, instead of
-    /// the system's trusted authorities (URL parameter `cacert`, as `redis-cli --cacert`).
-    /// `rediss` URLs only. Read by [`build`](Self::build).
-    pub fn tls_ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
-        self.options.tls.cacert = Some(path.into());
-        self
-    }
-
-    /// A PEM file with the client certificate to show servers that ask for one
-    /// (`--tls-auth-clients yes`; URL parameter `cert`). Needs [`tls_key`](Self::tls_key).
-    pub fn tls_cert(mut self, path: impl Into<PathBuf>) -> Self {
-        self.options.tls.cert = Some(path.into());
-        self
-    }
-
-    /// The PEM file with the client certificate's private key (URL parameter `key`); refused
-    /// when other users can read it, as libpq refuses such keys.
-    pub fn tls_key(mut self, path: impl Into<PathBuf>) -> Self {
-        self.options.tls.key = Some(path.into());
-        self
-    }
-
-    /// Connects over TLS without checking the servers' certificates at all (URL parameter
-    /// `insecure=true`, as `redis-cli --insecure`): the connection is encrypted, but anyone on
-    /// the network path can pretend to be the server. `start` logs a warning each time. Off by
-    /// default; for trying things out, never for personal data.
-    pub fn tls_insecure(mut self, insecure: bool) -> Self {
-        self.options.tls.insecure = insecure;
-        self
+        /// Connects over TLS without checking the servers' certificates at all (URL parameter
+        /// `insecure=true`, as `redis-cli --insecure`): the connection is encrypted, but anyone on
+        /// the network path can pretend to be the server. `start` logs a warning each time. Off by
+        /// default; for trying things out, never for personal data.
+        tls_insecure(insecure: bool) => options.tls.insecure = insecure;
     }
 
     /// Checks the options, reads the TLS files, and builds the store; nothing connects until

@@ -142,93 +142,54 @@ pub struct SqliteMemoryStoreBuilder {
 }
 
 impl SqliteMemoryStoreBuilder {
-    /// Reads "now" from `clock` for timestamps and expiry (default: the system clock). Tests
-    /// pass a [`ManualClock`](crate::ManualClock).
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
+    crate::builder::setters! {
+        /// Reads "now" from `clock` for timestamps and expiry (default: the system clock). Tests
+        /// pass a [`ManualClock`](crate::ManualClock).
+        clock(clock: Arc<dyn Clock>) => clock = clock;
+
+        /// How long a write waits for another connection's write lock before failing with `Storage`
+        /// (default 5 seconds; at least 1 millisecond, at most 2,147,483 seconds). URL parameter
+        /// `busy_timeout`, in whole seconds.
+        busy_timeout(timeout: Duration) => settings.busy_timeout = timeout;
+
+        /// How hard each commit is pushed to the disk (default [`Synchronous::Normal`]). URL
+        /// parameter `synchronous=normal` or `synchronous=full`.
+        synchronous(synchronous: Synchronous) => settings.synchronous = synchronous;
+
+        /// Opens the file read-only: reads work, writes return `Storage`, nothing is created. The
+        /// file must already hold an agent-memory database. URL parameter `mode=ro` (and
+        /// `mode=rwc`, the default, for read-write).
+        read_only(read_only: bool) => settings.read_only = read_only;
+
+        /// Whether `start` creates the file and its missing folders when the file does not exist
+        /// (default true). With false, `start` on a missing file returns
+        /// [`Invalid`](MemoryError::Invalid) naming `path` and creates nothing, so a mistyped path
+        /// opened for reading never leaves an empty database (and its folders) behind. URL
+        /// parameter `mode=rw` (read-write, existing file only; `mode=rwc` creates it). A read-only
+        /// store never creates anything either way.
+        create_if_missing(create: bool) => settings.create = create;
+
+        /// How many reads run in parallel, each on its own connection and thread (default 4, at
+        /// least 1). URL parameter `readers`.
+        readers(readers: usize) => settings.readers = readers;
+
+        /// How many bytes of the file each connection reads through a memory map rather than `read`
+        /// calls (default 1 GiB, at most 2,147,418,112; 0 turns mapping off). Mapped pages save a
+        /// copy per page read, but every connection that touched a page counts it in the process's
+        /// resident memory: a job that reads a large file once, end to end (an export, a
+        /// migration), keeps its resident memory flat with 0. URL parameter `mmap_size`.
+        mmap_size(bytes: u64) => settings.mmap_bytes = bytes;
     }
 
-    /// How long a write waits for another connection's write lock before failing with
-    /// `Storage` (default 5 seconds; at least 1 millisecond, at most 2,147,483 seconds).
-    /// URL parameter `busy_timeout`, in whole seconds.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.busy_timeout = timeout;
-        self
+    crate::provider::common_setters! {
+        settings.common;
+        search_scan_limit: "1,000", "A larger value finds sparse matches in fewer calls; a \
+            smaller one keeps each call, and the reader it occupies, shorter.";
+        search_scan_bytes: "";
+        erase_batch_size: "1,000", "Each step is one transaction: other writers, in this \
+            process or another, get the write lock between steps, so a smaller value locks \
+            them out for shorter times.";
     }
-
-    /// How hard each commit is pushed to the disk (default [`Synchronous::Normal`]). URL
-    /// parameter `synchronous=normal` or `synchronous=full`.
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.settings.synchronous = synchronous;
-        self
-    }
-
-    /// Opens the file read-only: reads work, writes return `Storage`, nothing is created.
-    /// The file must already hold an agent-memory database. URL parameter `mode=ro` (and
-    /// `mode=rwc`, the default, for read-write).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.settings.read_only = read_only;
-        self
-    }
-
-    /// Whether `start` creates the file and its missing folders when the file does not exist
-    /// (default true). With false, `start` on a missing file returns
-    /// [`Invalid`](MemoryError::Invalid) naming `path` and creates nothing, so a mistyped path
-    /// opened for reading never leaves an empty database (and its folders) behind. URL
-    /// parameter `mode=rw` (read-write, existing file only; `mode=rwc` creates it). A
-    /// read-only store never creates anything either way.
-    pub fn create_if_missing(mut self, create: bool) -> Self {
-        self.settings.create = create;
-        self
-    }
-
-    /// How many reads run in parallel, each on its own connection and thread (default 4, at
-    /// least 1). URL parameter `readers`.
-    pub fn readers(mut self, readers: usize) -> Self {
-        self.settings.readers = readers;
-        self
-    }
-
-    /// How many bytes of the file each connection reads through a memory map rather than
-    /// `read` calls (default 1 GiB, at most 2,147,418,112; 0 turns mapping off). Mapped pages
-    /// save a copy per page read, but every connection that touched a page counts it in the
-    /// process's resident memory: a job that reads a large file once, end to end (an export, a
-    /// migration), keeps its resident memory flat with 0. URL parameter `mmap_size`.
-    pub fn mmap_size(mut self, bytes: u64) -> Self {
-        self.settings.mmap_bytes = bytes;
-        self
-    }
-
-    /// The most keys one `search` call inspects before it returns what it found, with a
-    /// cursor to continue (default 1,000, at least 1). A larger value finds sparse matches in
-    /// fewer calls; a smaller one keeps each call, and the reader it occupies, shorter. URL
-    /// parameter `search_scan_limit`.
-    pub fn search_scan_limit(mut self, limit: usize) -> Self {
-        self.settings.common.search_scan_limit = limit;
-        self
-    }
-
-    /// The most content bytes one `search` call inspects before it returns what it found, with
-    /// a cursor to continue (default 1 MiB, at least 1; a call always inspects one record, so
-    /// it reads at most this plus one record's content). This bounds what one call costs
-    /// whatever is stored: the matcher is linear, so time follows bytes. URL parameter
-    /// `search_scan_bytes`.
-    pub fn search_scan_bytes(mut self, bytes: usize) -> Self {
-        self.settings.common.search_scan_bytes = bytes;
-        self
-    }
-
-    /// The most records one transaction of `delete_all` or `delete_user` removes (default
-    /// 1,000, at least 1). Other writers, in this process or another, get the write lock
-    /// between batches, so a smaller value locks them out for shorter times. URL parameter
-    /// `erase_batch_size`.
-    pub fn erase_batch_size(mut self, size: usize) -> Self {
-        self.settings.common.erase_batch_size = size;
-        self
-    }
-
-    crate::quota::quota_setters!(settings.common.quotas);
 
     /// The unstarted store.
     ///

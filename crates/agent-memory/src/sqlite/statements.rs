@@ -43,6 +43,7 @@ pub(super) fn put(
     now: Timestamp,
     quotas: &Quotas,
 ) -> Result<MemoryRecord> {
+    let (app, user, ns) = scope.columns();
     let what = "writing a record failed";
     let expected = match &parts.condition {
         WriteCondition::Revision(revision) => {
@@ -65,16 +66,9 @@ pub(super) fn put(
             "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4"
         ))
         .and_then(|mut stmt| {
-            stmt.query_row(
-                params![
-                    scope.application_id(),
-                    scope.user_id(),
-                    scope.namespace_or_empty(),
-                    key,
-                    now_micros
-                ],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-            )
+            stmt.query_row(params![app, user, ns, key, now_micros], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .optional()
         })
         .map_err(storage(what))?;
@@ -109,9 +103,9 @@ pub(super) fn put(
     )
     .and_then(|mut stmt| {
         stmt.execute(params![
-            scope.application_id(),
-            scope.user_id(),
-            scope.namespace_or_empty(),
+            app,
+            user,
+            ns,
             key,
             parts.content,
             metadata,
@@ -166,6 +160,7 @@ pub(super) fn get(
     key: &str,
     now: Timestamp,
 ) -> Result<Option<MemoryRecord>> {
+    let (app, user, ns) = scope.columns();
     let what = "reading a record failed";
     let mut stmt = conn
         .prepare_cached(concat!(
@@ -176,15 +171,8 @@ pub(super) fn get(
             live!("?5")
         ))
         .map_err(storage(what))?;
-    let mut rows = stmt
-        .query(params![
-            scope.application_id(),
-            scope.user_id(),
-            scope.namespace_or_empty(),
-            key,
-            now.as_micros()
-        ])
-        .map_err(storage(what))?;
+    let mut rows =
+        stmt.query(params![app, user, ns, key, now.as_micros()]).map_err(storage(what))?;
     match rows.next().map_err(storage(what))? {
         Some(row) => decode(row, scope).map(Some),
         None => Ok(None),
@@ -241,8 +229,8 @@ fn in_range<T>(
     // The start is the key to continue after, or the prefix ("" for none: every key is at
     // least one byte, so all sort at or after it).
     let start = page.after.as_deref().unwrap_or(&page.prefix);
-    let (app, user, ns, now) =
-        (scope.application_id(), scope.user_id(), scope.namespace_or_empty(), now.as_micros());
+    let (app, user, ns) = scope.columns();
+    let now = now.as_micros();
     let rows = match &end {
         Some(end) => stmt.query(params![app, user, ns, start, now, end]),
         None => stmt.query(params![app, user, ns, start, now]),
@@ -378,6 +366,7 @@ pub(super) fn delete(
     expected: Option<&Revision>,
     now: Timestamp,
 ) -> Result<bool> {
+    let (app, user, ns) = scope.columns();
     let what = "deleting a record failed";
     let expected = match expected {
         Some(revision) => Some(revision_number(revision).ok_or_else(MemoryError::stale_revision)?),
@@ -393,17 +382,8 @@ pub(super) fn delete(
                     live!("?5")
                 ))
                 .and_then(|mut stmt| {
-                    stmt.query_row(
-                        params![
-                            scope.application_id(),
-                            scope.user_id(),
-                            scope.namespace_or_empty(),
-                            key,
-                            now.as_micros()
-                        ],
-                        |row| row.get(0),
-                    )
-                    .optional()
+                    stmt.query_row(params![app, user, ns, key, now.as_micros()], |row| row.get(0))
+                        .optional()
                 })
                 .map_err(storage(what))?;
             removed.unwrap_or(false)
@@ -417,14 +397,7 @@ pub(super) fn delete(
                     live!("?5")
                 ))
                 .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        scope.application_id(),
-                        scope.user_id(),
-                        scope.namespace_or_empty(),
-                        key,
-                        now.as_micros(),
-                        revision
-                    ])
+                    stmt.execute(params![app, user, ns, key, now.as_micros(), revision])
                 })
                 .map_err(storage(what))?;
             if removed == 0 {
@@ -442,17 +415,13 @@ pub(super) fn erase_namespace_batch(
     scope: &MemoryScope,
     batch_size: usize,
 ) -> Result<u64> {
+    let (app, user, ns) = scope.columns();
     erase_batch(
         conn,
         "DELETE FROM memory_records WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 \
          AND key IN (SELECT key FROM memory_records \
          WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 ORDER BY key LIMIT ?4)",
-        params![
-            scope.application_id(),
-            scope.user_id(),
-            scope.namespace_or_empty(),
-            sql_limit(batch_size)
-        ],
+        params![app, user, ns, sql_limit(batch_size)],
     )
 }
 
@@ -585,6 +554,7 @@ pub(super) fn purge_expired(
     page: &KeyPage,
     now: Timestamp,
 ) -> Result<MemoryCleanupPage> {
+    let (app, user, ns) = scope.columns();
     let what = "purging expired records failed";
     let (after, limit) = (page.after.as_deref().unwrap_or(""), page.limit);
     let keys: Vec<String> = conn
@@ -594,12 +564,9 @@ pub(super) fn purge_expired(
              ORDER BY key",
         )
         .and_then(|mut stmt| {
-            stmt.query_map(
-                params![scope.application_id(), scope.user_id(), scope.namespace_or_empty(), after],
-                |row| row.get(0),
-            )?
-            .take(limit + 1)
-            .collect()
+            stmt.query_map(params![app, user, ns, after], |row| row.get(0))?
+                .take(limit + 1)
+                .collect()
         })
         .map_err(storage(what))?;
     let more = keys.len() > limit;
@@ -612,16 +579,7 @@ pub(super) fn purge_expired(
              WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key > ?4 AND key <= ?5 \
              AND expires_at IS NOT NULL AND expires_at <= ?6",
         )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                scope.application_id(),
-                scope.user_id(),
-                scope.namespace_or_empty(),
-                after,
-                last,
-                now.as_micros()
-            ])
-        })
+        .and_then(|mut stmt| stmt.execute(params![app, user, ns, after, last, now.as_micros()]))
         .map_err(storage(what))?;
     let next_cursor = more.then(|| key_cursor(CursorKind::Purge, scope, last));
     Ok(MemoryCleanupPage { deleted: u64::try_from(deleted).unwrap_or(u64::MAX), next_cursor })

@@ -225,21 +225,14 @@ mod tests {
 
     #[test]
     fn a_limit_of_one_reads_in_the_singular() {
-        assert_eq!(
-            full_because(MAX_RECORDS_PER_USER, 1, "memories"),
-            "this user may keep at most 1 memory"
-        );
-        assert_eq!(
-            full_because(MAX_RECORDS_PER_USER, 1, "facts"),
-            "this user may keep at most 1 fact"
-        );
-        assert_eq!(
-            full_because(MAX_RECORDS_PER_USER, 3, "files"),
-            "this user may keep at most 3 files"
-        );
-        assert_eq!(
-            full_because(MAX_BYTES_PER_USER, 1, "files"),
-            "this user's files may take at most 1 byte in all"
-        );
+        let cases = [
+            (MAX_RECORDS_PER_USER, 1, "memories", "this user may keep at most 1 memory"),
+            (MAX_RECORDS_PER_USER, 1, "facts", "this user may keep at most 1 fact"),
+            (MAX_RECORDS_PER_USER, 3, "files", "this user may keep at most 3 files"),
+            (MAX_BYTES_PER_USER, 1, "files", "this user's files may take at most 1 byte in all"),
+        ];
+        for (quota, limit, things, expected) in cases {
+            assert_eq!(full_because(quota, limit, things), expected);
+        }
     }
 }

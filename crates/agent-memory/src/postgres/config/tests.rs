@@ -8,14 +8,6 @@ fn builder(url: &str) -> PostgresMemoryStoreBuilder {
     PostgresMemoryStore::builder(url).unwrap_or_else(|err| panic!("{url}: {err}"))
 }
 
-/// The field of an `Invalid` error.
-fn field(err: &MemoryError) -> &'static str {
-    match err {
-        MemoryError::Invalid { field, .. } => field,
-        other => panic!("expected Invalid, got {other}"),
-    }
-}
-
 fn tcp(hosts: &[&str]) -> Vec<Host> {
     hosts.iter().map(|h| Host::Tcp((*h).to_owned())).collect()
 }
@@ -82,7 +74,7 @@ fn multi_host_urls_pair_each_host_with_its_port() {
         "postgres://h1,h2/db?hostaddr=10.0.0.1",
     ] {
         let err = PostgresMemoryStore::builder(bad).unwrap_err();
-        assert_eq!(field(&err), "url", "{bad}");
+        assert_eq!(err.invalid_field(), Some("url"), "{bad}");
     }
 }
 
@@ -225,13 +217,13 @@ fn unknown_and_malformed_parameters_are_invalid_naming_the_parameter() {
         ("keepalives_retries=-2", "keepalives_retries"),
     ] {
         let err = PostgresMemoryStore::builder(&format!("postgres://h/db?{param}")).unwrap_err();
-        assert_eq!(field(&err), "url", "{param}");
+        assert_eq!(err.invalid_field(), Some("url"), "{param}");
         assert!(err.to_string().contains(&format!("`{named}`")), "{param}: {err}");
     }
     // Not a postgres:// URL, including the driver's key=value form.
     for bad in ["host=h user=u dbname=db", "postgres:db", "redis://h/0", "postgres//h/db"] {
         let err = PostgresMemoryStore::builder(bad).unwrap_err();
-        assert_eq!(field(&err), "url", "{bad}");
+        assert_eq!(err.invalid_field(), Some("url"), "{bad}");
     }
 }
 
@@ -274,7 +266,7 @@ fn tls_parameters_follow_libpq() {
         ("postgres://h/db?sslcert=/nonexistent/c.pem&sslkey=/nonexistent/k.pem", "sslcert"),
     ] {
         let err = builder(url).build().unwrap_err();
-        assert_eq!(field(&err), field_name, "{url}: {err}");
+        assert_eq!(err.invalid_field(), Some(field_name), "{url}: {err}");
         assert!(!err.to_string().contains("nonexistent"), "{err}");
     }
     // libpq's host rules: no TLS on Unix sockets; hostaddr alone gives no name to verify.
@@ -283,13 +275,13 @@ fn tls_parameters_follow_libpq() {
     let store = builder("postgres:///db?hostaddr=10.0.0.1&sslmode=require").build().unwrap();
     assert_eq!(store.config.get_hosts(), tcp(&["10.0.0.1"]));
     let err = builder("postgres:///db?hostaddr=10.0.0.1&sslmode=verify-full&sslrootcert=system");
-    assert_eq!(field(&err.build().unwrap_err()), "sslmode");
+    assert_eq!(err.build().unwrap_err().invalid_field(), Some("sslmode"));
     // Builder methods set the same things.
     let b = builder("postgres://h/db")
         .ssl_mode(SslMode::Require)
         .ssl_root_cert_system()
         .prepared_statements(false);
-    assert_eq!(field(&b.build().unwrap_err()), "sslmode");
+    assert_eq!(b.build().unwrap_err().invalid_field(), Some("sslmode"));
 }
 
 #[test]
@@ -310,7 +302,7 @@ fn zero_and_out_of_range_values_name_the_option() {
         ("schema", base().schema("")),
     ];
     for (option, configured) in cases {
-        assert_eq!(field(&configured.build().unwrap_err()), option);
+        assert_eq!(configured.build().unwrap_err().invalid_field(), Some(option));
     }
     for option in [
         "max_connections",
@@ -323,7 +315,7 @@ fn zero_and_out_of_range_values_name_the_option() {
         "write_connections",
     ] {
         let err = PostgresMemoryStore::from_url(&format!("postgres://h/db?{option}=0"));
-        assert_eq!(field(&err.unwrap_err()), option);
+        assert_eq!(err.unwrap_err().invalid_field(), Some(option));
     }
     assert!(base().max_connections(MAX_POOL_SIZE).min_connections(0).build().is_ok());
 }

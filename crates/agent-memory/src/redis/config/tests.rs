@@ -8,13 +8,6 @@ fn builder(url: &str) -> RedisMemoryStoreBuilder {
     RedisMemoryStoreBuilder::from_url(url).unwrap_or_else(|err| panic!("{url}: {err}"))
 }
 
-fn field(err: &MemoryError) -> &'static str {
-    match err {
-        MemoryError::Invalid { field, .. } => field,
-        other => panic!("not Invalid: {other}"),
-    }
-}
-
 fn tcp(info: &ConnectionInfo) -> (&str, u16) {
     match info.addr() {
         ConnectionAddr::Tcp(host, port) => (host.as_str(), *port),
@@ -108,14 +101,18 @@ fn an_unknown_or_malformed_parameter_is_invalid_naming_it() {
         ("redis://h?require_durable=maybe", "require_durable"),
     ] {
         let err = RedisMemoryStoreBuilder::from_url(url).unwrap_err();
-        assert_eq!(field(&err), "url");
+        assert_eq!(err.invalid_field(), Some("url"));
         assert!(err.to_string().contains(&format!("`{name}`")), "{err}");
     }
 }
 
 #[test]
 fn zero_and_out_of_range_values_are_invalid_naming_the_option() {
-    let set = |b: RedisMemoryStoreBuilder| b.build().err().map(|err| field(&err));
+    let set = |b: RedisMemoryStoreBuilder| {
+        b.build()
+            .err()
+            .map(|err| err.invalid_field().unwrap_or_else(|| panic!("not Invalid: {err}")))
+    };
     let b = || builder("redis://h");
     assert_eq!(set(b().response_timeout(Duration::ZERO)), Some("response_timeout"));
     assert_eq!(set(b().connect_timeout(Duration::ZERO)), Some("connect_timeout"));
@@ -133,7 +130,7 @@ fn zero_and_out_of_range_values_are_invalid_naming_the_option() {
         ("search_scan_bytes=0", "search_scan_bytes"),
     ] {
         let err = builder(&format!("redis://h?{param}")).build().unwrap_err();
-        assert_eq!(field(&err), option, "{param}");
+        assert_eq!(err.invalid_field(), Some(option), "{param}");
     }
 }
 
@@ -173,7 +170,7 @@ fn rediss_urls_use_tls_on_every_seed_and_take_redis_cli_flags() {
         ("rediss://h?cert=/nonexistent/c.pem&key=/nonexistent/k.pem", "cert"),
     ] {
         let err = builder(url).build().unwrap_err();
-        assert_eq!(field(&err), named, "{url}: {err}");
+        assert_eq!(err.invalid_field(), Some(named), "{url}: {err}");
         assert!(!err.to_string().contains("nonexistent"), "{err}");
     }
     let err = RedisMemoryStoreBuilder::from_url("rediss://h?insecure=maybe").unwrap_err();
