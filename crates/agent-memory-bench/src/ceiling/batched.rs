@@ -23,14 +23,14 @@ use std::fmt::Write as _;
 use agent_memory::postgres::PostgresMemoryStore;
 use agent_memory::MemoryStore;
 
-use super::postgres::{pg_err, PreloadColumns};
+use super::postgres::{insert_delete_pool, insert_preload, pg_err, MoreColumns};
 use super::Error;
 use crate::workload;
 
 /// The schema the provider creates its table in for this ceiling.
 pub(super) const SCHEMA: &str = "bench_ceiling_batched";
 /// The provider's table in [`SCHEMA`], under its default name (a test checks the name).
-const TABLE: &str = "\"bench_ceiling_batched\".\"agent_memory_records\"";
+pub(super) const TABLE: &str = "\"bench_ceiling_batched\".\"agent_memory_records\"";
 /// Its usage table, named after the table by the provider.
 const USAGE: &str = "\"bench_ceiling_batched\".\"agent_memory_records_usage\"";
 /// Its revision sequence, named after the table by the provider.
@@ -75,36 +75,17 @@ pub(super) async fn prepare(
     // minutes; a superuser's session skips triggers instead (`replica`) and the usage rows are
     // counted once at the end. Without that right the trigger counts them.
     let counted_here = client.batch_execute("SET session_replication_role = replica").await.is_ok();
-    let preload = PreloadColumns::new();
-    let columns = "(app, user_id, namespace, key, content, metadata, source, revision, \
-                   created_at, updated_at, expires_at, bytes)";
-    client
-        .execute(
-            &format!(
-                "INSERT INTO {TABLE} {columns} \
-                 SELECT 'bench-app', u, n, k, c, m::jsonb, '{{}}', nextval('{SEQUENCE}'), \
-                        now(), now(), NULL, octet_length(k) + octet_length(c) + octet_length(m) \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
-                 AS t(u, n, k, c, m)"
-            ),
-            &preload.params(),
-        )
-        .await
-        .map_err(pg_err("loading the batched ceiling's preload"))?;
-    let last = i64::try_from(delete_pool).unwrap_or(i64::MAX).saturating_sub(1);
-    client
-        .execute(
-            &format!(
-                "INSERT INTO {TABLE} {columns} \
-                 SELECT 'bench-app', 'u' || lpad((i % 1000)::text, 4, '0'), 'scratch', \
-                        'd' || lpad(i::text, 8, '0'), $1, '{{\"category\": \"scratch\"}}', \
-                        '{{}}', nextval('{SEQUENCE}'), now(), now(), NULL, 250 \
-                 FROM generate_series(0::bigint, $2::bigint) AS i"
-            ),
-            &[&workload::content(1), &last],
-        )
-        .await
-        .map_err(pg_err("loading the batched ceiling's delete pool"))?;
+    let more = MoreColumns {
+        names: ", source, revision, created_at, updated_at, expires_at, bytes",
+        preload: &format!(
+            ", '{{}}', nextval('{SEQUENCE}'), now(), now(), NULL, \
+             octet_length(k) + octet_length(c) + octet_length(m)"
+        ),
+        pool: &format!(", '{{}}', nextval('{SEQUENCE}'), now(), now(), NULL, 250"),
+    };
+    insert_preload(client, TABLE, &more, "loading the batched ceiling's preload").await?;
+    let what = "loading the batched ceiling's delete pool";
+    insert_delete_pool(client, TABLE, &more, delete_pool, what).await?;
     if counted_here {
         client
             .batch_execute(&format!(
@@ -120,15 +101,6 @@ pub(super) async fn prepare(
         .await
         .map_err(pg_err("VACUUM (ANALYZE) of the batched ceiling's table"))?;
     Ok(sql)
-}
-
-/// Counts the delete pool's rows left.
-pub(super) async fn count_pool(client: &tokio_postgres::Client) -> Result<i64, Error> {
-    let row = client
-        .query_one(&format!("SELECT count(*) FROM {TABLE} WHERE namespace = 'scratch'"), &[])
-        .await
-        .map_err(pg_err("counting the batched delete pool"))?;
-    Ok(row.get(0))
 }
 
 /// Drops [`SCHEMA`] and everything in it.

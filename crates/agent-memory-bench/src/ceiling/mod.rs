@@ -26,8 +26,8 @@ pub mod sqlite;
 
 pub use batched::TESTS as BATCHED_TESTS;
 pub use postgres::{
-    parse_pgbench, pg_checkpoint, pg_connect, pg_drop, pg_settings, pg_settle, PgSession,
-    PG_DELETE, PG_GET, PG_LIST, PG_PUT_NEW, PG_PUT_UPDATE, PG_SCHEMA,
+    parse_pgbench, pg_checkpoint, pg_connect, pg_drop, pg_scripts, pg_settings, pg_settle,
+    PgSession, PG_SCHEMA, PG_UPSERT,
 };
 use postgres::{pg_prepare, PG_TABLE};
 pub use redis::{
@@ -151,13 +151,7 @@ impl Session {
                 pg_prepare(&client, options.pg_delete_pool).await?;
                 let scripts =
                     tempfile::tempdir().map_err(|err| format!("creating a temp dir: {err}"))?;
-                for (test, script) in [
-                    ("put_new", PG_PUT_NEW),
-                    ("get", PG_GET),
-                    ("put_update", PG_PUT_UPDATE),
-                    ("list", PG_LIST),
-                    ("delete", PG_DELETE),
-                ] {
+                for (test, script) in pg_scripts() {
                     std::fs::write(scripts.path().join(format!("{test}.sql")), script)
                         .map_err(|err| format!("writing {test}.sql: {err}"))?;
                 }
@@ -277,6 +271,19 @@ mod tests {
         assert!((r.ops_per_s - 51_020.41).abs() < 1e-6);
         assert!((r.p50_us.expect("p50") - 279.0).abs() < 1e-6);
         assert!((r.p99_us.expect("p99") - 551.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_put_scripts_end_with_the_upsert_of_their_key() {
+        for (test, script) in pg_scripts() {
+            assert!(!script.contains("{key}"), "{test}");
+            let upsert = script.find("INSERT INTO bench_ceiling_records");
+            assert_eq!(upsert.is_some(), test.starts_with("put_"), "{test}");
+        }
+        let scripts = pg_scripts();
+        assert!(scripts[0].1.contains("\n        'n' || lpad(:id::text, 8, '0'),\n"));
+        assert!(scripts[2].1.contains("\n        'k' || lpad(:k::text, 4, '0'),\n"));
+        assert!(scripts[2].1.ends_with("RETURNING revision, created_at, updated_at;\n"));
     }
 
     #[test]

@@ -10,18 +10,31 @@ use super::{CeilingOptions, CeilingResult, Error};
 use crate::target::pg_admin_url;
 use crate::workload;
 
-/// The table and the scripts, as shipped in `ceilings/`.
+/// The tables, as shipped in `ceilings/`.
 pub const PG_SCHEMA: &str = include_str!("../../ceilings/schema.sql");
-/// `get`: one row by primary key.
-pub const PG_GET: &str = include_str!("../../ceilings/get.sql");
-/// `list`: first page of 20 by key.
-pub const PG_LIST: &str = include_str!("../../ceilings/list.sql");
-/// `put_new`: upsert of a fresh key.
-pub const PG_PUT_NEW: &str = include_str!("../../ceilings/put_new.sql");
-/// `put_update`: upsert of an existing key.
-pub const PG_PUT_UPDATE: &str = include_str!("../../ceilings/put_update.sql");
-/// `delete`: delete of an existing row.
-pub const PG_DELETE: &str = include_str!("../../ceilings/delete.sql");
+/// The upsert statement of `put_new` and `put_update`, `{key}` standing for the key it writes.
+pub const PG_UPSERT: &str = include_str!("../../ceilings/upsert.sql");
+
+/// The pgbench script of every per-statement test, as shipped in `ceilings/`: `put_new` (the
+/// upsert of a fresh key), `get` (one row by primary key), `put_update` (the upsert of an
+/// existing key), `list` (first page of 20 by key) and `delete` (delete of an existing row).
+/// The two puts are their own `\set` lines followed by [`PG_UPSERT`] on their key.
+pub fn pg_scripts() -> [(&'static str, String); 5] {
+    let upsert = |head: &str, key: &str| format!("{head}{}", PG_UPSERT.replace("{key}", key));
+    [
+        (
+            "put_new",
+            upsert(include_str!("../../ceilings/put_new.sql"), "'n' || lpad(:id::text, 8, '0')"),
+        ),
+        ("get", include_str!("../../ceilings/get.sql").to_owned()),
+        (
+            "put_update",
+            upsert(include_str!("../../ceilings/put_update.sql"), "'k' || lpad(:k::text, 4, '0')"),
+        ),
+        ("list", include_str!("../../ceilings/list.sql").to_owned()),
+        ("delete", include_str!("../../ceilings/delete.sql").to_owned()),
+    ]
+}
 
 pub(super) const PG_TABLE: &str = "bench_ceiling_records";
 pub(super) const PG_TABLE_DEL: &str = "bench_ceiling_records_del";
@@ -76,34 +89,104 @@ pub async fn pg_settings(url: &str) -> Result<Vec<(String, String)>, Error> {
     Ok(out)
 }
 
-/// The 20,000 preload records as the columns both PostgreSQL ceilings bind to `unnest`:
-/// users, namespaces, keys, contents and metadata (as JSON text), in preload order.
-pub(super) struct PreloadColumns([Vec<String>; 5]);
+/// What a ceiling table's rows hold beyond the six columns every one starts with (`app`,
+/// `user_id`, `namespace`, `key`, `content`, `metadata`): the other columns' names, and their
+/// values in a preload row and in a delete pool row, each list led by a comma (or empty).
+pub(super) struct MoreColumns<'a> {
+    pub(super) names: &'a str,
+    pub(super) preload: &'a str,
+    pub(super) pool: &'a str,
+}
 
-impl PreloadColumns {
-    pub(super) fn new() -> Self {
-        let preload = workload::preload();
-        let mut columns: [Vec<String>; 5] = Default::default();
-        for op in &preload {
-            let row = [
-                workload::user_id(op.user),
-                op.namespace().to_owned(),
-                op.key.clone(),
-                workload::content(op.content_index),
-                op.metadata().to_string(),
-            ];
-            for (column, value) in columns.iter_mut().zip(row) {
-                column.push(value);
-            }
+impl MoreColumns<'_> {
+    /// The plain ceiling table's rows: the six columns only.
+    const NONE: MoreColumns<'static> = MoreColumns { names: "", preload: "", pool: "" };
+}
+
+/// Inserts the 20,000 preload records into `table`, in preload order. The preload binds its
+/// users, namespaces, keys, contents and metadata (as JSON text) to `unnest` as `u`, `n`, `k`,
+/// `c` and `m`, which `more.preload` may read.
+pub(super) async fn insert_preload(
+    client: &tokio_postgres::Client,
+    table: &str,
+    more: &MoreColumns<'_>,
+    what: &str,
+) -> Result<(), Error> {
+    let mut columns: [Vec<String>; 5] = Default::default();
+    for op in &workload::preload() {
+        let row = [
+            workload::user_id(op.user),
+            op.namespace().to_owned(),
+            op.key.clone(),
+            workload::content(op.content_index),
+            op.metadata().to_string(),
+        ];
+        for (column, value) in columns.iter_mut().zip(row) {
+            column.push(value);
         }
-        Self(columns)
     }
+    let [users, namespaces, keys, contents, metadata] = &columns;
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {table} (app, user_id, namespace, key, content, metadata{}) \
+                 SELECT 'bench-app', u, n, k, c, m::jsonb{} \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
+                 AS t(u, n, k, c, m)",
+                more.names, more.preload
+            ),
+            &[users, namespaces, keys, contents, metadata],
+        )
+        .await
+        .map_err(pg_err(what))?;
+    Ok(())
+}
 
-    /// `$1` to `$5`, each a `text[]`.
-    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 5] {
-        let [users, namespaces, keys, contents, metadata] = &self.0;
-        [users, namespaces, keys, contents, metadata]
-    }
+/// Inserts the delete pool into `table`: `pool` rows in namespace `scratch`, keys
+/// `d00000000`, `d00000001`, … spread over the thousand users.
+pub(super) async fn insert_delete_pool(
+    client: &tokio_postgres::Client,
+    table: &str,
+    more: &MoreColumns<'_>,
+    pool: u64,
+    what: &str,
+) -> Result<(), Error> {
+    let last = i64::try_from(pool).unwrap_or(i64::MAX).saturating_sub(1);
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {table} (app, user_id, namespace, key, content, metadata{}) \
+                 SELECT 'bench-app', 'u' || lpad((i % 1000)::text, 4, '0'), 'scratch', \
+                        'd' || lpad(i::text, 8, '0'), $1, '{{\"category\": \"scratch\"}}'{} \
+                 FROM generate_series(0::bigint, $2::bigint) AS i",
+                more.names, more.pool
+            ),
+            &[&workload::content(1), &last],
+        )
+        .await
+        .map_err(pg_err(what))?;
+    Ok(())
+}
+
+/// Counts the rows of `table`'s delete pool left.
+pub(super) async fn count_pool(client: &tokio_postgres::Client, table: &str) -> Result<i64, Error> {
+    let row = client
+        .query_one(&format!("SELECT count(*) FROM {table} WHERE namespace = 'scratch'"), &[])
+        .await
+        .map_err(pg_err("counting the delete pool"))?;
+    Ok(row.get(0))
+}
+
+/// What a delete test whose pool held `before` rows says when its `done` deletes removed
+/// fewer (`after` rows are left).
+fn pool_exhausted(before: i64, after: i64, done: u64) -> Option<String> {
+    let removed = u64::try_from(before - after).unwrap_or(0);
+    (removed < done).then(|| {
+        format!(
+            "delete pool exhausted: {removed} of {done} deletes hit a row; raise \
+             --ceiling-delete-pool"
+        )
+    })
 }
 
 /// Creates the ceiling tables, loads the preload (and the delete pool) and settles the server.
@@ -112,36 +195,13 @@ pub(super) async fn pg_prepare(
     delete_pool: u64,
 ) -> Result<(), Error> {
     client.batch_execute(PG_SCHEMA).await.map_err(pg_err("creating the ceiling tables"))?;
-    let preload = PreloadColumns::new();
-    client
-        .execute(
-            &format!(
-                "INSERT INTO {PG_TABLE} (app, user_id, namespace, key, content, metadata) \
-                 SELECT 'bench-app', u, n, k, c, m::jsonb \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
-                 AS t(u, n, k, c, m)"
-            ),
-            &preload.params(),
-        )
-        .await
-        .map_err(pg_err("loading the ceiling preload"))?;
-    let last = i64::try_from(delete_pool).unwrap_or(i64::MAX).saturating_sub(1);
+    let plain = &MoreColumns::NONE;
+    insert_preload(client, PG_TABLE, plain, "loading the ceiling preload").await?;
     client
         .batch_execute(&format!("INSERT INTO {PG_TABLE_DEL} SELECT * FROM {PG_TABLE}"))
         .await
         .map_err(pg_err("copying the preload"))?;
-    client
-        .execute(
-            &format!(
-                "INSERT INTO {PG_TABLE_DEL} (app, user_id, namespace, key, content, metadata) \
-                 SELECT 'bench-app', 'u' || lpad((i % 1000)::text, 4, '0'), 'scratch', \
-                        'd' || lpad(i::text, 8, '0'), $1, '{{\"category\": \"scratch\"}}' \
-                 FROM generate_series(0::bigint, $2::bigint) AS i"
-            ),
-            &[&workload::content(1), &last],
-        )
-        .await
-        .map_err(pg_err("loading the delete pool"))?;
+    insert_delete_pool(client, PG_TABLE_DEL, plain, delete_pool, "loading the delete pool").await?;
     // Separate calls: VACUUM refuses to run inside the implicit transaction of a
     // multi-statement batch.
     client
@@ -150,14 +210,6 @@ pub(super) async fn pg_prepare(
         .map_err(pg_err("VACUUM (ANALYZE) of the ceiling tables"))?;
     client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
     Ok(())
-}
-
-pub(super) async fn pg_count_pool(client: &tokio_postgres::Client) -> Result<i64, Error> {
-    let row = client
-        .query_one(&format!("SELECT count(*) FROM {PG_TABLE_DEL} WHERE namespace = 'scratch'"), &[])
-        .await
-        .map_err(pg_err("counting the delete pool"))?;
-    Ok(row.get(0))
 }
 
 /// Drops the ceiling tables.
@@ -198,24 +250,21 @@ impl PgSession {
         // Same starting point as the library phase before it: a fresh checkpoint, so both
         // pay the same full-page writes.
         self.client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
-        let pool_before =
-            if test == "delete" { Some(pg_count_pool(&self.client).await?) } else { None };
+        let pool_before = if test == "delete" {
+            Some(count_pool(&self.client, PG_TABLE_DEL).await?)
+        } else {
+            None
+        };
         log(&format!("ceiling: pgbench {test} -c {concurrency} -T {}", options.pg_seconds));
         let mut result =
             pgbench(&options.pgbench, &self.conninfo, &path, concurrency, options.pg_seconds)
                 .await
                 .map_err(|err| format!("pgbench {test}: {err}"))?;
         result.test = test.to_owned();
-        if let Some(before) = pool_before {
-            let after = pg_count_pool(&self.client).await?;
-            let removed = u64::try_from(before - after).unwrap_or(0);
-            if let Some(done) = result.ops {
-                if removed < done {
-                    result.note = Some(format!(
-                        "delete pool exhausted: {removed} of {done} deletes hit a row; raise \
-                         --ceiling-delete-pool"
-                    ));
-                }
+        if let (Some(before), Some(done)) = (pool_before, result.ops) {
+            let after = count_pool(&self.client, PG_TABLE_DEL).await?;
+            if let Some(note) = pool_exhausted(before, after, done) {
+                result.note = Some(note);
             }
         }
         Ok(result)
@@ -247,8 +296,11 @@ impl PgSession {
         std::fs::write(&path, script)
             .map_err(|err| format!("writing {test}_batched.sql: {err}"))?;
         self.client.batch_execute("CHECKPOINT").await.map_err(pg_err("CHECKPOINT"))?;
-        let before =
-            if test == "delete" { Some(batched::count_pool(&self.client).await?) } else { None };
+        let before = if test == "delete" {
+            Some(count_pool(&self.client, batched::TABLE).await?)
+        } else {
+            None
+        };
         // Integer division rounding to nearest: 16 callers in batches of 4 are 4 clients.
         let clients = ((concurrency + batch / 2) / batch).max(1);
         log(&format!(
@@ -267,14 +319,8 @@ impl PgSession {
         let mut notes: Vec<String> = result.note.take().into_iter().collect();
         notes.push(format!("{clients} clients, batches of {batch}"));
         if let (Some(before), Some(done)) = (before, result.ops) {
-            let removed =
-                u64::try_from(before - batched::count_pool(&self.client).await?).unwrap_or(0);
-            if removed < done {
-                notes.push(format!(
-                    "delete pool exhausted: {removed} of {done} deletes hit a row; raise \
-                     --ceiling-delete-pool"
-                ));
-            }
+            let after = count_pool(&self.client, batched::TABLE).await?;
+            notes.extend(pool_exhausted(before, after, done));
         }
         result.note = Some(notes.join("; "));
         Ok(result)
