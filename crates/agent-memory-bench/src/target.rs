@@ -1,6 +1,7 @@
 //! Store URLs: which provider one names, how to show it without secrets, how to ask for a pool
 //! of exactly C connections, and the plain form the setup connections and the ceiling tools use.
 
+use agent_memory::provider::ConnectionUrl;
 use url::Url;
 
 /// The provider a store URL selects, as the report names it.
@@ -110,52 +111,30 @@ pub fn redis_tls_files(url: &str) -> Result<RedisTlsFiles, String> {
     Ok(files)
 }
 
-/// A Redis URL's parts, for redis-benchmark's flags.
-#[derive(Debug, Clone)]
-pub struct RedisParts {
-    /// `-h`.
-    pub host: String,
-    /// `-p`.
-    pub port: u16,
-    /// `--user`.
-    pub user: Option<String>,
-    /// `-a`.
-    pub password: Option<String>,
-    /// `--dbnum`.
-    pub db: u32,
-}
-
-/// Splits a single-server Redis URL.
+/// redis-benchmark's flags for the server of a single-server Redis URL: `-h`, `-p`, `--user`
+/// and `-a` when the URL names a user or a password, and `--dbnum`.
 ///
 /// # Errors
 /// When the URL is not a single-server Redis URL or has no host.
-pub fn redis_parts(url: &str) -> Result<RedisParts, String> {
-    let parsed = without_query(url, &["redis"])?;
-    let host = parsed.host_str().ok_or("redis url has no host")?.to_owned();
-    let user = Some(decode(parsed.username())).filter(|u| !u.is_empty());
-    let password = parsed.password().map(decode);
-    let db = parsed.path().trim_start_matches('/').parse::<u32>().unwrap_or(0);
-    Ok(RedisParts { host, port: parsed.port().unwrap_or(6379), user, password, db })
-}
-
-/// Percent-decoding of URL user info.
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
+pub fn redis_benchmark_flags(url: &str) -> Result<Vec<String>, String> {
+    let parsed =
+        ConnectionUrl::parse(url).map_err(|err| format!("store url does not parse: {err}"))?;
+    if parsed.scheme != "redis" {
+        return Err("expected a redis url".to_owned());
     }
-    String::from_utf8_lossy(&out).into_owned()
+    let server = parsed.single_host().map_err(|err| err.to_string())?;
+    let server = server.filter(|server| !server.host.is_empty()).ok_or("redis url has no host")?;
+    let port = server.port.unwrap_or(6379).to_string();
+    let mut flags = vec!["-h".to_owned(), server.host.clone(), "-p".to_owned(), port];
+    if !parsed.username.is_empty() {
+        flags.extend(["--user".to_owned(), parsed.username.clone()]);
+    }
+    if let Some(password) = parsed.password {
+        flags.extend(["-a".to_owned(), password, "--no-auth-warning".to_owned()]);
+    }
+    let db = parsed.path.trim_start_matches('/').parse::<u32>().unwrap_or(0);
+    flags.extend(["--dbnum".to_owned(), db.to_string()]);
+    Ok(flags)
 }
 
 #[cfg(test)]
@@ -202,11 +181,12 @@ mod tests {
 
     #[test]
     fn splits_redis_urls() {
-        let parts = redis_parts("redis://:p%40ss@127.0.0.1:6390/2").expect("parses");
-        assert_eq!(parts.host, "127.0.0.1");
-        assert_eq!(parts.port, 6390);
-        assert_eq!(parts.password.as_deref(), Some("p@ss"));
-        assert_eq!(parts.user, None);
-        assert_eq!(parts.db, 2);
+        let flags = redis_benchmark_flags("redis://:p%40ss@127.0.0.1:6390/2").expect("parses");
+        let expected =
+            ["-h", "127.0.0.1", "-p", "6390", "-a", "p@ss", "--no-auth-warning", "--dbnum", "2"];
+        assert_eq!(flags, expected);
+        let flags = redis_benchmark_flags("redis://al%40ce@h?pool_max_size=4").expect("parses");
+        assert_eq!(flags, ["-h", "h", "-p", "6379", "--user", "al@ce", "--dbnum", "0"]);
+        assert!(redis_benchmark_flags("rediss://h:1").is_err());
     }
 }

@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{CeilingOptions, CeilingResult, Error};
-use crate::target::{redis_admin_url, redis_parts, redis_tls_files, RedisTlsFiles};
+use crate::target::{redis_admin_url, redis_benchmark_flags, redis_tls_files, RedisTlsFiles};
 use crate::workload;
 
 /// The Redis compare-and-set script.
@@ -27,12 +27,13 @@ pub struct RedisSession {
     pub(super) con: redis::aio::MultiplexedConnection,
     pub(super) sha: String,
     pub(super) page_sha: String,
-    pub(super) parts: crate::target::RedisParts,
+    /// redis-benchmark's flags for the server.
+    pub(super) server: Vec<String>,
 }
 
 impl std::fmt::Debug for RedisSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The parts hold the password.
+        // The server flags hold the password.
         f.debug_struct("RedisSession").field("sha", &self.sha).finish_non_exhaustive()
     }
 }
@@ -187,7 +188,7 @@ pub(super) async fn redis_prepare(
     url: &str,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<RedisSession, Error> {
-    let parts = redis_parts(url)?;
+    let server = redis_benchmark_flags(url)?;
     let mut con = redis_connect(url).await?;
     redis_clean(&mut con).await?;
     log(&format!("ceiling: loading {REDIS_KEYSPACE} strings and hashes under {REDIS_PREFIX}"));
@@ -236,7 +237,7 @@ pub(super) async fn redis_prepare(
     };
     let sha = load(REDIS_CAS).await?;
     let page_sha = load(REDIS_PAGE).await?;
-    Ok(RedisSession { con, sha, page_sha, parts })
+    Ok(RedisSession { con, sha, page_sha, server })
 }
 
 impl RedisSession {
@@ -268,18 +269,8 @@ impl RedisSession {
             "ceiling: redis-benchmark {test} -c {concurrency} -n {}",
             options.redis_requests
         ));
-        let parts = &self.parts;
-        let mut args: Vec<String> =
-            vec!["-h".into(), parts.host.clone(), "-p".into(), parts.port.to_string()];
-        if let Some(user) = &parts.user {
-            args.extend(["--user".into(), user.clone()]);
-        }
-        if let Some(password) = &parts.password {
-            args.extend(["-a".into(), password.clone(), "--no-auth-warning".into()]);
-        }
+        let mut args = self.server.clone();
         args.extend([
-            "--dbnum".into(),
-            parts.db.to_string(),
             "-c".into(),
             concurrency.to_string(),
             "-n".into(),
