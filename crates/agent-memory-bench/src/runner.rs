@@ -453,14 +453,8 @@ pub async fn delete_bench_users(store: Arc<dyn MemoryStore>, concurrency: usize)
 /// Writes the 20,000 preload records (not timed).
 pub async fn preload(store: Arc<dyn MemoryStore>, concurrency: usize) -> BulkStats {
     let records = Arc::new(workload::preload());
-    let scopes = match bench_scopes() {
-        Ok(scopes) => Arc::new(scopes),
-        Err(err) => return failed(&err),
-    };
-    bulk(records.len(), concurrency, move |i| {
-        let store = Arc::clone(&store);
+    bulk_on_scopes(store, records.len(), concurrency, move |store, scopes, i| {
         let records = Arc::clone(&records);
-        let scopes = Arc::clone(&scopes);
         Box::pin(async move {
             let op = &records[i];
             store.put(&scopes[op.scope_index()], &op.key, write_of(op)).await.map(|_| 1)
@@ -471,13 +465,8 @@ pub async fn preload(store: Arc<dyn MemoryStore>, concurrency: usize) -> BulkSta
 
 /// Counts the live records of every benchmark scope by paging through it.
 pub async fn count_bench_records(store: Arc<dyn MemoryStore>, concurrency: usize) -> BulkStats {
-    let scopes = match bench_scopes() {
-        Ok(scopes) => Arc::new(scopes),
-        Err(err) => return failed(&err),
-    };
-    bulk(scopes.len(), concurrency, move |i| {
-        let store = Arc::clone(&store);
-        let scopes = Arc::clone(&scopes);
+    let n = N_USERS * NAMESPACES.len();
+    bulk_on_scopes(store, n, concurrency, move |store, scopes, i| {
         Box::pin(async move {
             let mut count = 0u64;
             let mut page = PageRequest::new(100);
@@ -492,6 +481,23 @@ pub async fn count_bench_records(store: Arc<dyn MemoryStore>, concurrency: usize
         })
     })
     .await
+}
+
+/// [`bulk`] with the store and the [`bench_scopes`] handed to every task.
+async fn bulk_on_scopes<F>(
+    store: Arc<dyn MemoryStore>,
+    n: usize,
+    concurrency: usize,
+    task: F,
+) -> BulkStats
+where
+    F: Fn(Arc<dyn MemoryStore>, Arc<Vec<MemoryScope>>, usize) -> Task + Send + Sync + 'static,
+{
+    let scopes = match bench_scopes() {
+        Ok(scopes) => Arc::new(scopes),
+        Err(err) => return failed(&err),
+    };
+    bulk(n, concurrency, move |i| task(Arc::clone(&store), Arc::clone(&scopes), i)).await
 }
 
 fn failed(err: &MemoryError) -> BulkStats {
