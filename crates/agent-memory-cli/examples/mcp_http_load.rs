@@ -134,16 +134,32 @@ impl Run {
     }
 }
 
-/// Every client's latencies, once all have finished: the run, timed from `started`.
-async fn joined(
+/// The clients of one run, each a task returning its calls' latencies, and when they started.
+struct Clients {
     started: Instant,
     tasks: Vec<tokio::task::JoinHandle<Result<Vec<Duration>, String>>>,
-) -> Result<Run, Error> {
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await??);
+}
+
+impl Clients {
+    fn start() -> Self {
+        Self { started: Instant::now(), tasks: Vec::new() }
     }
-    Ok(Run { latencies, wall: started.elapsed(), cpu: (None, None) })
+
+    fn spawn(
+        &mut self,
+        client: impl std::future::Future<Output = Result<Vec<Duration>, String>> + Send + 'static,
+    ) {
+        self.tasks.push(tokio::spawn(client));
+    }
+
+    /// Every client's latencies, once all have finished: the run, timed from the start.
+    async fn joined(self) -> Result<Run, Error> {
+        let mut latencies = Vec::new();
+        for task in self.tasks {
+            latencies.extend(task.await??);
+        }
+        Ok(Run { latencies, wall: self.started.elapsed(), cpu: (None, None) })
+    }
 }
 
 fn scope(client: usize) -> Result<MemoryScope, Error> {
@@ -156,11 +172,10 @@ async fn direct(
     clients: usize,
     calls: usize,
 ) -> Result<Run, Error> {
-    let started = Instant::now();
-    let mut tasks = Vec::new();
+    let mut run = Clients::start();
     for client in 0..clients {
         let memory = ScopedMemory::new(Arc::clone(store), scope(client)?);
-        tasks.push(tokio::spawn(async move {
+        run.spawn(async move {
             let mut latencies = Vec::with_capacity(calls);
             for i in 0..calls {
                 let arguments = op.arguments(client, i);
@@ -168,10 +183,10 @@ async fn direct(
                 tools::dispatch(&memory, op.name(), &arguments).await.map_err(|e| e.to_string())?;
                 latencies.push(t.elapsed());
             }
-            Ok::<_, String>(latencies)
-        }));
+            Ok(latencies)
+        });
     }
-    joined(started, tasks).await
+    run.joined().await
 }
 
 async fn http(
@@ -181,8 +196,7 @@ async fn http(
     clients: usize,
     calls: usize,
 ) -> Result<Run, Error> {
-    let started = Instant::now();
-    let mut tasks = Vec::new();
+    let mut run = Clients::start();
     for (client, key) in keys.iter().enumerate().take(clients) {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
@@ -191,7 +205,7 @@ async fn http(
         tokio::spawn(connection);
         let authorization = format!("Bearer {key}");
         let host = addr.to_owned();
-        tasks.push(tokio::spawn(async move {
+        run.spawn(async move {
             let mut latencies = Vec::with_capacity(calls);
             for i in 0..calls {
                 let body = json!({
@@ -229,10 +243,10 @@ async fn http(
                     return Err(format!("call failed ({status}): {reply}"));
                 }
             }
-            Ok::<_, String>(latencies)
-        }));
+            Ok(latencies)
+        });
     }
-    joined(started, tasks).await
+    run.joined().await
 }
 
 /// Makes one API key per client with the binary's `api-key add`.

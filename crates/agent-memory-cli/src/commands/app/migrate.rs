@@ -493,7 +493,10 @@ pub(super) async fn migrate_users(
         .collect()
 }
 
-/// Copies one user, then reads both stores again to compare them.
+/// Copies one user's live records, then reads both stores again to compare them. Each record
+/// is written to the target with the source's content, metadata, expiry and source,
+/// unconditionally, so a rerun replaces the same keys; one that expires before its write is
+/// counted, not copied.
 pub(super) async fn migrate_user(
     source: &Arc<dyn MemoryStore>,
     target: &Arc<dyn MemoryStore>,
@@ -501,22 +504,6 @@ pub(super) async fn migrate_user(
     user_id: &str,
     spinner: &indicatif::ProgressBar,
 ) -> CliResult<UserMigrated> {
-    let (records, expired) = copy_user(source, target, application_id, user_id, spinner).await?;
-    let from = tally(source.as_ref(), application_id, user_id).await?;
-    let into = tally(target.as_ref(), application_id, user_id).await?;
-    Ok(UserMigrated { records, expired, from, into })
-}
-
-/// Copies one user's live records: each is written to the target with the source's content,
-/// metadata, expiry and source, unconditionally, so a rerun replaces the same keys. Returns
-/// the records written and those that expired before their write.
-pub(super) async fn copy_user(
-    source: &Arc<dyn MemoryStore>,
-    target: &Arc<dyn MemoryStore>,
-    application_id: &str,
-    user_id: &str,
-    spinner: &indicatif::ProgressBar,
-) -> CliResult<(u64, u64)> {
     let (mut records, mut expired) = (0u64, 0u64);
     let mut pages = RecordPages::new(source.as_ref(), application_id, user_id);
     while let Some((scope, page)) = pages.next().await? {
@@ -534,5 +521,7 @@ pub(super) async fn copy_user(
             spinner.inc(1);
         }
     }
-    Ok((records, expired))
+    let from = tally(source.as_ref(), application_id, user_id).await?;
+    let into = tally(target.as_ref(), application_id, user_id).await?;
+    Ok(UserMigrated { records, expired, from, into })
 }
