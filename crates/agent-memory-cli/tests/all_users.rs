@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 mod support;
 
 use support::{
-    assert_one_line_error, comparable, json_lines, stdout_json, Fixture, FAILURE, OK,
+    assert_one_line_error, comparable, exited, json_lines, stdout_json, Fixture, FAILURE, OK,
     QUOTA_EXCEEDED,
 };
 
@@ -62,7 +62,7 @@ fn users_of(fx: &Fixture, store: &str, args: &[&str]) -> (Vec<String>, String) {
         .args(args)
         .output()
         .expect("runs");
-    assert_eq!(output.status.code(), Some(OK), "{}", String::from_utf8_lossy(&output.stderr));
+    exited(&output, OK);
     let ids = String::from_utf8(output.stdout).unwrap().lines().map(str::to_owned).collect();
     (ids, String::from_utf8(output.stderr).unwrap())
 }
@@ -200,22 +200,22 @@ fn migrate_sqlite_to_postgres_copies_and_verifies_every_user() {
     let target = postgres_store("migrate");
 
     let dry = migrate(&fx, &fx.store, &target, &["--dry-run", "--json"]);
-    assert_eq!(dry.status.code(), Some(OK), "{}", String::from_utf8_lossy(&dry.stderr));
+    exited(&dry, OK);
     assert_eq!(json_lines(&dry.stdout), vec![json!({"dry_run": true, "users": 4, "records": 481})]);
     let (ids, _) = users_of(&fx, &target, &[]);
     assert_eq!(ids, ["no users"], "a dry run writes nothing");
 
     let run = migrate(&fx, &fx.store, &target, &[]);
-    assert_eq!(run.status.code(), Some(OK), "{}", String::from_utf8_lossy(&run.stderr));
+    let (stdout, _) = exited(&run, OK);
     assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
+        stdout,
         "migrated 481 records of 4 users; verified: record counts and checksums equal\n"
     );
     assert_eq!(all_records(&fx, &target), all_records(&fx, &fx.store));
 
     // Again, and from a user on: every copy replaces the same key.
     let again = migrate(&fx, &fx.store, &target, &["--after", "u2", "--json"]);
-    assert_eq!(again.status.code(), Some(OK), "{}", String::from_utf8_lossy(&again.stderr));
+    exited(&again, OK);
     assert_eq!(json_lines(&again.stdout)[0]["users"], 2);
     assert_eq!(all_records(&fx, &target), all_records(&fx, &fx.store));
 }
@@ -229,12 +229,8 @@ fn migrate_reports_a_user_whose_records_differ() {
     fx.on(&target, "u2").args(["put", "stray", "only in the target"]).assert().code(OK);
 
     let run = migrate(&fx, &fx.store, &target, &[]);
-    assert_eq!(run.status.code(), Some(FAILURE));
-    assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
-        "differs: user u2: 10 in the source, 11 in the target\n"
-    );
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let (stdout, stderr) = exited(&run, FAILURE);
+    assert_eq!(stdout, "differs: user u2: 10 in the source, 11 in the target\n");
     assert!(stderr.contains("verification failed: 1 user differs between"), "{stderr}");
 
     let json = migrate(&fx, &fx.store, &target, &["--json"]);
@@ -293,7 +289,7 @@ fn a_killed_migration_resumes_and_verifies() {
     assert!(partial < 6_000, "killed too late to prove anything: {partial}");
 
     let resumed = migrate(&fx, &fx.store, &target, &["--json"]);
-    assert_eq!(resumed.status.code(), Some(OK), "{}", String::from_utf8_lossy(&resumed.stderr));
+    exited(&resumed, OK);
     let summary = &json_lines(&resumed.stdout)[0];
     assert_eq!(summary["users"], 40);
     assert_eq!(summary["verified"], true);
@@ -318,7 +314,7 @@ fn migrate_all(fx: &Fixture, from: &str, to: &str, args: &[&str]) -> std::proces
 /// The application ids of `store`, as `apps --all` prints them.
 fn apps_of(fx: &Fixture, store: &str) -> Vec<String> {
     let output = fx.bare().args(["--store", store, "apps", "--all"]).output().expect("runs");
-    assert_eq!(output.status.code(), Some(OK), "{}", String::from_utf8_lossy(&output.stderr));
+    exited(&output, OK);
     String::from_utf8(output.stdout).unwrap().lines().map(str::to_owned).collect()
 }
 
@@ -371,7 +367,7 @@ fn migrate_all_apps_sqlite_to_postgres_copies_and_verifies_every_application() {
     let target = postgres_store("migrate_all");
 
     let dry = migrate_all(&fx, &fx.store, &target, &["--dry-run", "--json"]);
-    assert_eq!(dry.status.code(), Some(OK), "{}", String::from_utf8_lossy(&dry.stderr));
+    exited(&dry, OK);
     assert_eq!(
         json_lines(&dry.stdout),
         vec![
@@ -384,9 +380,9 @@ fn migrate_all_apps_sqlite_to_postgres_copies_and_verifies_every_application() {
     assert_eq!(apps_of(&fx, &target), ["no applications"], "a dry run writes nothing");
 
     let run = migrate_all(&fx, &fx.store, &target, &[]);
-    assert_eq!(run.status.code(), Some(OK), "{}", String::from_utf8_lossy(&run.stderr));
+    let (stdout, _) = exited(&run, OK);
     assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
+        stdout,
         "application app: migrated 60 records of 2 users\n\
          application app-b: migrated 10 records of 1 user\n\
          application été: migrated 10 records of 2 users\n\
@@ -399,7 +395,7 @@ fn migrate_all_apps_sqlite_to_postgres_copies_and_verifies_every_application() {
     // From an application on, and from a user in the first one migrated.
     let again =
         migrate_all(&fx, &fx.store, &target, &["--after-app", "app", "--after", "u1", "--json"]);
-    assert_eq!(again.status.code(), Some(OK), "{}", String::from_utf8_lossy(&again.stderr));
+    exited(&again, OK);
     let lines = json_lines(&again.stdout);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert_eq!((&lines[0]["application_id"], &lines[0]["users"]), (&json!("app-b"), &json!(0)));
@@ -421,7 +417,7 @@ fn migrate_all_apps_sqlite_to_postgres_copies_and_verifies_every_application() {
             .args(["migrate", "--to", &target, "--all-apps", "--dry-run"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(code), "{}", String::from_utf8_lossy(&out.stderr));
+        exited(&out, code);
     }
 }
 
@@ -433,12 +429,8 @@ fn a_stopped_migration_of_every_application_says_where_to_continue_and_resumes()
     let small = format!("{target}?max_records_per_user=4");
 
     let stopped = migrate_all(&fx, &fx.store, &small, &[]);
-    assert_eq!(stopped.status.code(), Some(QUOTA_EXCEEDED));
-    assert_eq!(
-        String::from_utf8_lossy(&stopped.stdout),
-        "application a1: migrated 3 records of 1 user\n"
-    );
-    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    let (stdout, stderr) = exited(&stopped, QUOTA_EXCEEDED);
+    assert_eq!(stdout, "application a1: migrated 3 records of 1 user\n");
     assert!(
         stderr.contains(
             "migration of application a2 stopped after copying 6 records, 2 users copied and \
@@ -448,7 +440,7 @@ fn a_stopped_migration_of_every_application_says_where_to_continue_and_resumes()
     );
 
     let resumed = migrate_all(&fx, &fx.store, &target, &["--after-app", "a1", "--json"]);
-    assert_eq!(resumed.status.code(), Some(OK), "{}", String::from_utf8_lossy(&resumed.stderr));
+    exited(&resumed, OK);
     let summary = json_lines(&resumed.stdout).pop().unwrap();
     assert_eq!(
         summary,

@@ -14,8 +14,8 @@ use serde_json::Value;
 mod support;
 
 use support::{
-    assert_one_line_error, comparable, json_lines, keys, stdout_json, Fixture, CONFLICT, FAILURE,
-    INVALID, NOT_FOUND, OK, QUOTA_EXCEEDED,
+    assert_one_line_error, comparable, exited, json_lines, keys, stdout_json, Fixture, CONFLICT,
+    FAILURE, INVALID, NOT_FOUND, OK, QUOTA_EXCEEDED,
 };
 
 /// An error is one line on stderr, starting with `error: `, and nothing on stdout.
@@ -874,7 +874,7 @@ fn export_from_sqlite_imports_into_postgres() {
     let target = format!("{url}{separator}table={table}");
     fx.bare().args(["--store", &target, "setup"]).assert().code(OK);
     let imported = fx.on(&target, "u1").arg("import").arg(&backup).output().unwrap();
-    assert_eq!(imported.status.code(), Some(OK), "{}", String::from_utf8_lossy(&imported.stderr));
+    exited(&imported, OK);
     let moved = stdout_json(fx.on(&target, "u1").arg("export"));
     assert_eq!(comparable(&moved), comparable(&exported));
     let hits = stdout_json(fx.on(&target, "u1").args(["search", "short", "--json"]));
@@ -903,7 +903,7 @@ fn tls_store_urls_work_from_the_command_line() {
     for store in [postgres, redis] {
         let user = format!("tls-{}", std::process::id());
         let put = fx.on(&store, &user).args(["put", "k", "over TLS"]).output().unwrap();
-        assert_eq!(put.status.code(), Some(OK), "{}", String::from_utf8_lossy(&put.stderr));
+        exited(&put, OK);
         fx.on(&store, &user)
             .args(["get", "k"])
             .assert()

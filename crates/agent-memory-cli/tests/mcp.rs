@@ -246,17 +246,13 @@ fn the_server_refuses_to_start_without_app_and_user() {
         vec!["--store", "memory:", "--app", "a", "mcp"],
         vec!["--store", "memory:", "--user", "u", "mcp"],
     ] {
-        let mut child = support::server_command(dir.path())
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the binary");
-        let lines = line_reader(&mut child);
-        let status = support::wait_with_timeout(&mut child, Duration::from_secs(20))
+        let mut server = StdioServer::start(support::server_command(dir.path()).args(&args));
+        let status = support::wait_with_timeout(&mut server.child, Duration::from_secs(20))
             .unwrap_or_else(|| panic!("{args:?}: started serving without a full scope"));
         assert!(!status.success(), "{args:?} must fail");
-        assert!(lines.recv_timeout(Duration::from_millis(200)).is_err(), "{args:?}: stdout used");
+        assert!(
+            server.lines.recv_timeout(Duration::from_millis(200)).is_err(),
+            "{args:?}: stdout used"
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json_lines, Fixture, Listening, INVALID, NOT_FOUND, OK};
+use support::{exited, json_lines, Fixture, Listening, INVALID, NOT_FOUND, OK};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
@@ -127,7 +127,7 @@ fn alice_key(fx: &Fixture, app: &str) -> (String, String) {
         .args(["--app", app, "--user", "alice", "api-key", "add", "--file", &file])
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(OK), "{}", String::from_utf8_lossy(&out.stderr));
+    exited(&out, OK);
     let key = String::from_utf8(out.stdout).expect("UTF-8").trim_end().to_owned();
     (file, key)
 }
@@ -380,7 +380,7 @@ fn api_key_add_prints_the_key_once_and_stores_only_its_hash() {
         .args(["api-key", "add", "--file", file_arg, "--user", "u-1", "--label", "ci"])
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(OK), "{}", String::from_utf8_lossy(&out.stderr));
+    exited(&out, OK);
     let key = String::from_utf8(out.stdout).expect("UTF-8");
     let key = key.strip_suffix('\n').expect("one line");
     assert!(key.starts_with("amk_") && !key.contains('\n'), "{key}");

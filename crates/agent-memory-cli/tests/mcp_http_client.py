@@ -573,6 +573,19 @@ async def memory_call(server, token, arguments):
     return response.status_code, result
 
 
+async def memory_ok(server, token, arguments, what):
+    """One call of the memory tool that must succeed; `what` names it in the failure."""
+    status, result = await memory_call(server, token, arguments)
+    check(status == 200 and not result.get("isError"), f"{what}: {status} {result}")
+
+
+async def create_files(server, token, paths, text):
+    """Creates each of `paths` holding `text`, one memory tool call each."""
+    for path in paths:
+        arguments = {"command": "create", "path": path, "file_text": text}
+        await memory_ok(server, token, arguments, f"create {path}")
+
+
 async def work(binary, store, app, home):
     """The rate limit charges work: a directory rename of 150 files (about 450 store
     operations) costs about 450 units, so the user's next call waits; ordinary calls cost one
@@ -582,21 +595,15 @@ async def work(binary, store, app, home):
     hugo = api_key(binary, home, keys, "user-hugo")
     fast = ["--api-keys", keys, "--tools", "memory", "--rate-limit", "10000/s"]
     with Server(binary, store, app, fast, home) as server:
-        for i in range(150):
-            status, result = await memory_call(server, gina, {
-                "command": "create", "path": f"/memories/big/f{i:03}.md", "file_text": "x"})
-            check(status == 200 and not result.get("isError"), f"create {i}: {status} {result}")
+        await create_files(server, gina, [f"/memories/big/f{i:03}.md" for i in range(150)], "x")
     slow = ["--api-keys", keys, "--tools", "memory", "--rate-limit", "5/s"]
     with Server(binary, store, app, slow, home) as server:
         # Ordinary calls cost one unit each: a burst of five is admitted.
-        for i in range(5):
-            status, result = await memory_call(server, hugo, {
-                "command": "create", "path": f"/memories/h{i}.md", "file_text": "y"})
-            check(status == 200 and not result.get("isError"), f"ordinary call {i}: {status}")
+        await create_files(server, hugo, [f"/memories/h{i}.md" for i in range(5)], "y")
         await asyncio.sleep(1.1)
-        status, result = await memory_call(server, gina, {
-            "command": "rename", "old_path": "/memories/big", "new_path": "/memories/moved"})
-        check(status == 200 and not result.get("isError"), f"rename: {status} {result}")
+        await memory_ok(server, gina, {
+            "command": "rename", "old_path": "/memories/big", "new_path": "/memories/moved"},
+            "rename")
         response = await rpc(server.url, gina)
         check(response.status_code == 429, f"after the rename: {response.status_code}")
         wait = int(response.headers["retry-after"])

@@ -9,7 +9,7 @@ use predicates::prelude::*;
 
 mod support;
 
-use support::{assert_one_line_error, Fixture, INVALID, OK};
+use support::{assert_one_line_error, exited, Fixture, INVALID, OK};
 
 #[test]
 fn usage_errors_are_one_line_with_a_hint() {
@@ -199,7 +199,7 @@ fn a_dry_run_counts_without_a_target_and_checks_one_that_is_given() {
     let fx = Fixture::new();
     fx.put("k", "v");
     let dry = fx.with_store().args(["--app", "app", "migrate", "--dry-run"]).output().unwrap();
-    assert_eq!(dry.status.code(), Some(OK), "{}", String::from_utf8_lossy(&dry.stderr));
+    exited(&dry, OK);
     assert_eq!(String::from_utf8_lossy(&dry.stdout), "would copy 1 record of 1 user\n");
     // A SQLite target that does not exist yet is fine, and not created by the dry run.
     let new_target = fx.other_store("new.db");

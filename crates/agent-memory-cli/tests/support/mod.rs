@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Output, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -99,15 +99,18 @@ pub fn json_lines(output: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// Asserts that `output` is of a run that exited with `code`, showing its stderr when it did
+/// not, and returns its stdout and its stderr as text.
+pub fn exited(output: &Output, code: i32) -> (String, String) {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+}
+
 /// Runs `cmd`, expects success, and parses its stdout as JSON Lines.
 pub fn stdout_json(cmd: &mut Command) -> Vec<Value> {
     let output = cmd.output().expect("runs");
-    assert_eq!(
-        output.status.code(),
-        Some(OK),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    exited(&output, OK);
     json_lines(&output.stdout)
 }
 
