@@ -296,16 +296,14 @@ impl PyRecord {
     }
 }
 
-/// The `MemoryRecord` instances of a `MemoryPage`'s `items`.
-pub(crate) fn records_from(items: &Bound<'_, PyAny>) -> PyResult<Vec<MemoryRecord>> {
-    items.try_iter()?.map(|item| Ok(item?.cast::<PyRecord>()?.get().inner.clone())).collect()
-}
-
-fn record_tuple<'py>(py: Python<'py>, records: Vec<MemoryRecord>) -> PyResult<Bound<'py, PyTuple>> {
-    let items = records
-        .into_iter()
-        .map(|inner| Bound::new(py, PyRecord { inner }))
-        .collect::<PyResult<Vec<_>>>()?;
+/// The items of an iterable as a tuple, each checked to be a `T` (frozen, so the page shares
+/// the caller's objects).
+fn class_tuple<'py, T: PyClass>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let items =
+        items.try_iter()?.map(|item| Ok(item?.cast_into::<T>()?)).collect::<PyResult<Vec<_>>>()?;
     PyTuple::new(py, items)
 }
 
@@ -417,8 +415,8 @@ page_class! {
     PyPage: MemoryPage of MemoryRecord, "MemoryPage" counts "records";
     items: "The records, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
-    new: |py, items| record_tuple(py, records_from(items)?)?;
-    from_core: |py, items| record_tuple(py, items)?;
+    new: |py, items| class_tuple::<PyRecord>(py, items)?;
+    from_core: |py, items| PyTuple::new(py, items.into_iter().map(|inner| PyRecord { inner }))?;
     to_core: |item| Ok(item.cast::<PyRecord>()?.get().inner.clone());
 }
 
@@ -427,13 +425,7 @@ page_class! {
     PyNamespacePage: NamespacePage of MemoryScope, "NamespacePage" counts "scopes";
     items: "One scope per namespace, the default namespace (`namespace=None`) first.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
-    new: |py, items| {
-        let scopes = items
-            .try_iter()?
-            .map(|item| Ok(item?.cast::<PyScope>()?.get().clone()))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyTuple::new(py, scopes)?
-    };
+    new: |py, items| class_tuple::<PyScope>(py, items)?;
     from_core: |py, items| PyTuple::new(py, items.into_iter().map(PyScope::from))?;
     to_core: |item| Ok(item.cast::<PyScope>()?.get().inner.clone());
 }
@@ -533,58 +525,33 @@ page_class! {
     PyKeyInfoPage: KeyInfoPage of KeyInfo, "KeyInfoPage" counts "keys";
     items: "The keys with their sizes, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
-    new: |py, items| {
-        let infos = items
-            .try_iter()?
-            .map(|item| Ok(item?.cast::<PyKeyInfo>()?.clone()))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyTuple::new(py, infos)?
-    };
-    from_core: |py, items| {
-        let infos = items
-            .into_iter()
-            .map(|inner| Bound::new(py, PyKeyInfo { inner }))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyTuple::new(py, infos)?
-    };
+    new: |py, items| class_tuple::<PyKeyInfo>(py, items)?;
+    from_core: |py, items| PyTuple::new(py, items.into_iter().map(|inner| PyKeyInfo { inner }))?;
     to_core: |item| Ok(item.cast::<PyKeyInfo>()?.get().inner.clone());
 }
 
 /// One remembered fact of the fact port.
-#[pyclass(frozen, eq, name = "Fact", module = "agent_memory")]
+#[pyclass(frozen, eq, get_all, name = "Fact", module = "agent_memory")]
 #[derive(PartialEq)]
 pub(crate) struct PyFact {
-    inner: Fact,
+    /// Pass it to `forget`.
+    id: String,
+    /// The fact's text.
+    text: String,
+    /// When it was remembered (UTC epoch seconds).
+    created_at: f64,
 }
 
 #[pymethods]
 impl PyFact {
-    /// Pass it to `forget`.
-    #[getter]
-    fn id(&self) -> &str {
-        &self.inner.id
-    }
-
-    /// The fact's text.
-    #[getter]
-    fn text(&self) -> &str {
-        &self.inner.text
-    }
-
-    /// When it was remembered (UTC epoch seconds).
-    #[getter]
-    fn created_at(&self) -> f64 {
-        self.inner.created_at.as_unix_seconds()
-    }
-
     fn __repr__(&self) -> String {
-        format!("Fact(id={:?}, text=<{} bytes>)", self.inner.id, self.inner.text.len())
+        format!("Fact(id={:?}, text=<{} bytes>)", self.id, self.text.len())
     }
 }
 
 impl From<Fact> for PyFact {
-    fn from(inner: Fact) -> Self {
-        Self { inner }
+    fn from(fact: Fact) -> Self {
+        Self { id: fact.id, text: fact.text, created_at: fact.created_at.as_unix_seconds() }
     }
 }
 
