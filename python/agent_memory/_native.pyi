@@ -194,56 +194,12 @@ class NativeStore:
     def provider(self) -> str: ...
     def start(self) -> Awaitable[None]: ...
     def close(self) -> Awaitable[None]: ...
-    def put(
-        self,
-        scope: MemoryScope,
-        key: str,
-        content: str,
-        metadata: Optional[Mapping[str, Any]] = None,
-        expires_at: Optional[float] = None,
-        expected_revision: Optional[str] = None,
-        create_only: bool = False,
-        source: Optional[_SourceLike] = None,
-    ) -> Awaitable[MemoryRecord]: ...
-    def get(self, scope: MemoryScope, key: str) -> Awaitable[Optional[MemoryRecord]]: ...
-    def list(
-        self,
-        scope: MemoryScope,
-        limit: int = 20,
-        after: Optional[str] = None,
-        prefix: str = "",
-        *,
-        metadata: Optional[_MetadataFilter] = None,
-    ) -> Awaitable[MemoryPage]: ...
-    def list_keys(
-        self, scope: MemoryScope, limit: int = 20, after: Optional[str] = None, prefix: str = ""
-    ) -> Awaitable[KeyInfoPage]: ...
-    def search(
-        self,
-        scope: MemoryScope,
-        query: str,
-        limit: int = 20,
-        after: Optional[str] = None,
-        *,
-        match: Optional[_MatchMode] = None,
-        ignore_case: bool = False,
-        metadata: Optional[_MetadataFilter] = None,
-    ) -> Awaitable[MemoryPage]: ...
-    def delete(self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None) -> Awaitable[bool]: ...
-    def delete_all(self, scope: MemoryScope) -> Awaitable[int]: ...
-    def delete_user(self, application_id: str, user_id: str) -> Awaitable[int]: ...
-    def list_namespaces(
-        self, application_id: str, user_id: str, limit: int = 20, after: Optional[str] = None
-    ) -> Awaitable[NamespacePage]: ...
-    def list_users(
-        self, application_id: str, limit: int = 20, after: Optional[str] = None
-    ) -> Awaitable[UserPage]: ...
-    def list_applications(
-        self, limit: int = 20, after: Optional[str] = None
-    ) -> Awaitable[ApplicationPage]: ...
-    def purge_expired(
-        self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None
-    ) -> Awaitable[MemoryCleanupPage]: ...
+    # ``delete_all``, ``delete_user``, ``list_namespaces``, ``list_users``,
+    # ``list_applications`` and ``purge_expired``: the ``MemoryStore`` protocol's methods
+    # (agent_memory._protocol), taking its arguments and returning an awaitable of its result.
+    # agent_memory._stores forwards to them by name; the calls on one scope go through a
+    # ``NativeScoped`` handle.
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]: ...
 
 class NativeFacts:
     def __init__(self, store: object, namespace: Optional[str] = None, source: Optional[_SourceLike] = None) -> None: ...
@@ -259,36 +215,10 @@ class NativeScoped:
     @property
     def source(self) -> MemorySource: ...
     def namespace(self, name: str) -> NativeScoped: ...
-    def put(
-        self,
-        key: str,
-        content: str,
-        metadata: Optional[Mapping[str, Any]] = None,
-        expires_at: Optional[float] = None,
-        expected_revision: Optional[str] = None,
-        create_only: bool = False,
-        source: Optional[_SourceLike] = None,
-    ) -> Awaitable[MemoryRecord]: ...
-    def get(self, key: str) -> Awaitable[Optional[MemoryRecord]]: ...
-    def list(
-        self,
-        limit: int = 20,
-        after: Optional[str] = None,
-        prefix: str = "",
-        *,
-        metadata: Optional[_MetadataFilter] = None,
-    ) -> Awaitable[MemoryPage]: ...
-    def search(
-        self,
-        query: str,
-        limit: int = 20,
-        after: Optional[str] = None,
-        *,
-        match: Optional[_MatchMode] = None,
-        ignore_case: bool = False,
-        metadata: Optional[_MetadataFilter] = None,
-    ) -> Awaitable[MemoryPage]: ...
-    def delete(self, key: str, expected_revision: Optional[str] = None) -> Awaitable[bool]: ...
+    # ``put``, ``get``, ``list``, ``list_keys``, ``search`` and ``delete``: the ``MemoryStore``
+    # protocol's methods without their ``scope`` (the handle's), returning an awaitable of
+    # their result. agent_memory._stores forwards to them by name.
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]: ...
     def memory_tool(self, input: Mapping[str, Any]) -> Awaitable[Tuple[str, bool]]: ...
 
 def review_link(

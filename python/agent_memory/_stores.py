@@ -1,31 +1,28 @@
 """The package's stores, the scoped handle and the fact port.
 
 Each store class holds one ``_native.NativeStore`` (a provider of the Rust core) and forwards
-every call to it; the methods here are ``async def`` so they are real coroutines (usable with
-``asyncio.create_task``, recognised by ``inspect.iscoroutinefunction``). All checking, every
-limit and every rule is the core's.
+every call to it, a call on one scope through a ``_native.NativeScoped`` handle bound to the
+scope, as ``ScopedMemory`` forwards to its own. The forwarding methods are made from the
+``MemoryStore`` protocol's, so signatures and documentation are written once, there; they are
+``async def`` so they are real coroutines (usable with ``asyncio.create_task``, recognised by
+``inspect.iscoroutinefunction``). All checking, every limit and every rule is the core's.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _native
-from ._native import (
-    ApplicationPage,
-    KeyInfoPage,
-    Fact,
-    ManualClock,
-    MemoryCleanupPage,
-    MemoryPage,
-    MemoryRecord,
-    MemoryScope,
-    MemorySource,
-    NamespacePage,
-    UserPage,
-)
-from ._protocol import MatchMode, MemoryStore, MetadataFilter, SourceLike
+from ._native import Fact, ManualClock, MemoryScope, MemorySource
+from ._protocol import MemoryStore, SourceLike
+
+if TYPE_CHECKING:
+    from typing_extensions import Concatenate, ParamSpec
+
+    _P = ParamSpec("_P")
 
 __all__ = [
     "InMemoryStore",
@@ -36,6 +33,54 @@ __all__ = [
     "Facts",
     "open_store",
 ]
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+_R = TypeVar("_R")
+
+
+def _native_call(name: str) -> Callable[..., Awaitable[Any]]:
+    """A coroutine function calling ``self._native``'s method ``name`` with the arguments as
+    given: the native methods take the Python methods' arguments, under the same names."""
+
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(self._native, name)(*args, **kwargs)
+
+    return call
+
+
+def _forwarded(spec: _Method) -> _Method:
+    """A store's ``MemoryStore`` method ``spec``, run by its native store: the protocol's
+    signature and documentation (for ``help()`` and ``inspect.signature``) and type."""
+    return functools.wraps(spec)(_native_call(spec.__name__))  # type: ignore[return-value]
+
+
+def _on_scope(spec: _Method) -> _Method:
+    """Like ``_forwarded``, for a method on one scope: run by a ``NativeScoped`` handle bound to
+    the scope (with no source of its own), so the store and ``ScopedMemory`` share one
+    implementation of each call."""
+    name = spec.__name__
+
+    async def call(self: _NativeStore, scope: MemoryScope, *args: Any, **kwargs: Any) -> Any:
+        handle = _native.NativeScoped(self._native, scope)
+        return await getattr(handle, name)(*args, **kwargs)
+
+    return functools.wraps(spec)(call)  # type: ignore[return-value]
+
+
+def _scoped(
+    spec: Callable[Concatenate[Any, MemoryScope, _P], _R], doc: str
+) -> Callable[Concatenate[ScopedMemory, _P], _R]:
+    """``ScopedMemory``'s form of the ``MemoryStore`` method ``spec``: its signature without
+    the ``scope`` (the handle's), documented by ``doc``, run by the native handle."""
+    method = _native_call(spec.__name__)
+    signature = inspect.signature(spec)
+    parameters = [p for p in signature.parameters.values() if p.name != "scope"]
+    method.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    method.__name__ = spec.__name__
+    method.__qualname__ = f"ScopedMemory.{spec.__name__}"
+    method.__doc__ = doc
+    return method  # type: ignore[return-value]
 
 
 class _NativeStore:
@@ -62,108 +107,18 @@ class _NativeStore:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def put(
-        self,
-        scope: MemoryScope,
-        key: str,
-        content: str,
-        *,
-        metadata: Optional[Mapping[str, Any]] = None,
-        expires_at: Optional[float] = None,
-        expected_revision: Optional[str] = None,
-        create_only: bool = False,
-        source: Optional[SourceLike] = None,
-    ) -> MemoryRecord:
-        """Insert or replace ``key`` atomically; see ``MemoryStore.put``."""
-        return await self._native.put(
-            scope, key, content, metadata, expires_at, expected_revision, create_only, source
-        )
-
-    async def get(self, scope: MemoryScope, key: str) -> Optional[MemoryRecord]:
-        """The live record at ``key``, or ``None``."""
-        return await self._native.get(scope, key)
-
-    async def list(
-        self,
-        scope: MemoryScope,
-        limit: int = 20,
-        after: Optional[str] = None,
-        prefix: str = "",
-        *,
-        metadata: Optional[MetadataFilter] = None,
-    ) -> MemoryPage:
-        """Live records in ascending key order, only keys starting with ``prefix`` and only
-        records whose metadata passes ``metadata`` when given; see ``MemoryStore.list``."""
-        return await self._native.list(scope, limit, after, prefix, metadata=metadata)
-
-    async def list_keys(
-        self,
-        scope: MemoryScope,
-        limit: int = 20,
-        after: Optional[str] = None,
-        prefix: str = "",
-    ) -> KeyInfoPage:
-        """Live keys with their content's size in bytes, without reading contents; see
-        ``MemoryStore.list_keys``."""
-        return await self._native.list_keys(scope, limit, after, prefix)
-
-    async def search(
-        self,
-        scope: MemoryScope,
-        query: str,
-        limit: int = 20,
-        after: Optional[str] = None,
-        *,
-        match: MatchMode = "phrase",
-        ignore_case: bool = False,
-        metadata: Optional[MetadataFilter] = None,
-    ) -> MemoryPage:
-        """Literal content matches: the whole query (``match="phrase"``), every word of it
-        (``"all_words"``) or any (``"any_word"``), case-sensitive unless ``ignore_case``; see
-        ``MemoryStore.search``."""
-        return await self._native.search(
-            scope, query, limit, after, match=match, ignore_case=ignore_case, metadata=metadata
-        )
-
-    async def delete(
-        self, scope: MemoryScope, key: str, expected_revision: Optional[str] = None
-    ) -> bool:
-        """Remove ``key``; whether a live record existed."""
-        return await self._native.delete(scope, key, expected_revision)
-
-    async def delete_all(self, scope: MemoryScope) -> int:
-        """Erase one namespace of one user (trusted maintenance only)."""
-        return await self._native.delete_all(scope)
-
-    async def delete_user(self, application_id: str, user_id: str) -> int:
-        """Erase every namespace of one application's user (trusted maintenance only)."""
-        return await self._native.delete_user(application_id, user_id)
-
-    async def list_namespaces(
-        self, application_id: str, user_id: str, limit: int = 20, after: Optional[str] = None
-    ) -> NamespacePage:
-        """The user's namespaces that hold records, the default namespace first."""
-        return await self._native.list_namespaces(application_id, user_id, limit, after)
-
-    async def list_users(
-        self, application_id: str, limit: int = 20, after: Optional[str] = None
-    ) -> UserPage:
-        """The application's user ids that hold records, in byte order (trusted maintenance
-        only)."""
-        return await self._native.list_users(application_id, limit, after)
-
-    async def list_applications(
-        self, limit: int = 20, after: Optional[str] = None
-    ) -> ApplicationPage:
-        """The store's application ids that hold records, in byte order (trusted maintenance
-        only)."""
-        return await self._native.list_applications(limit, after)
-
-    async def purge_expired(
-        self, scope: MemoryScope, limit: int = 100, after: Optional[str] = None
-    ) -> MemoryCleanupPage:
-        """Remove the expired records among the next ``limit`` keys of one namespace."""
-        return await self._native.purge_expired(scope, limit, after)
+    put = _on_scope(MemoryStore.put)
+    get = _on_scope(MemoryStore.get)
+    list = _on_scope(MemoryStore.list)
+    list_keys = _on_scope(MemoryStore.list_keys)
+    search = _on_scope(MemoryStore.search)
+    delete = _on_scope(MemoryStore.delete)
+    delete_all = _forwarded(MemoryStore.delete_all)
+    delete_user = _forwarded(MemoryStore.delete_user)
+    list_namespaces = _forwarded(MemoryStore.list_namespaces)
+    list_users = _forwarded(MemoryStore.list_users)
+    list_applications = _forwarded(MemoryStore.list_applications)
+    purge_expired = _forwarded(MemoryStore.purge_expired)
 
     def scoped(self, scope: MemoryScope, *, source: Optional[SourceLike] = None) -> ScopedMemory:
         """This store bound to ``scope`` (and ``source``): the handle for agent code."""
@@ -317,57 +272,19 @@ class ScopedMemory:
         handle._native = self._native.namespace(name)
         return handle
 
-    async def put(
-        self,
-        key: str,
-        content: str,
-        *,
-        metadata: Optional[Mapping[str, Any]] = None,
-        expires_at: Optional[float] = None,
-        expected_revision: Optional[str] = None,
-        create_only: bool = False,
-        source: Optional[SourceLike] = None,
-    ) -> MemoryRecord:
-        """Insert or replace ``key``; see ``MemoryStore.put``."""
-        return await self._native.put(
-            key, content, metadata, expires_at, expected_revision, create_only, source
-        )
-
-    async def get(self, key: str) -> Optional[MemoryRecord]:
-        """The live record at ``key``, or ``None``."""
-        return await self._native.get(key)
-
-    async def list(
-        self,
-        limit: int = 20,
-        after: Optional[str] = None,
-        prefix: str = "",
-        *,
-        metadata: Optional[MetadataFilter] = None,
-    ) -> MemoryPage:
+    put = _scoped(MemoryStore.put, """Insert or replace ``key``; see ``MemoryStore.put``.""")
+    get = _scoped(MemoryStore.get, """The live record at ``key``, or ``None``.""")
+    list = _scoped(
+        MemoryStore.list,
         """Live records in ascending key order, only keys starting with ``prefix`` and only
-        records whose metadata passes ``metadata`` when given."""
-        return await self._native.list(limit, after, prefix, metadata=metadata)
-
-    async def search(
-        self,
-        query: str,
-        limit: int = 20,
-        after: Optional[str] = None,
-        *,
-        match: MatchMode = "phrase",
-        ignore_case: bool = False,
-        metadata: Optional[MetadataFilter] = None,
-    ) -> MemoryPage:
+        records whose metadata passes ``metadata`` when given.""",
+    )
+    search = _scoped(
+        MemoryStore.search,
         """Literal content matches (the phrase, all its words or any, case-sensitive unless
-        ``ignore_case``); continue until ``next_cursor`` is None."""
-        return await self._native.search(
-            query, limit, after, match=match, ignore_case=ignore_case, metadata=metadata
-        )
-
-    async def delete(self, key: str, expected_revision: Optional[str] = None) -> bool:
-        """Remove ``key``; whether a live record existed."""
-        return await self._native.delete(key, expected_revision)
+        ``ignore_case``); continue until ``next_cursor`` is None.""",
+    )
+    delete = _scoped(MemoryStore.delete, """Remove ``key``; whether a live record existed.""")
 
     def __repr__(self) -> str:
         return f"ScopedMemory(scope={self.scope!r})"

@@ -179,7 +179,7 @@ impl NativeScoped {
         Ok(Self { store: self.store.clone_ref(py), scope, source: self.source.clone() })
     }
 
-    #[pyo3(signature = (key, content, metadata = None, expires_at = None, expected_revision = None, create_only = false, source = None))]
+    #[pyo3(signature = (key, content, *, metadata = None, expires_at = None, expected_revision = None, create_only = false, source = None))]
     #[allow(clippy::too_many_arguments)]
     fn put<'py>(
         &self,
@@ -216,6 +216,19 @@ impl NativeScoped {
         let page = page_arg(py, limit, after)?.prefix(prefix).metadata(filter);
         let memory = self.memory(py)?;
         run(py, async move { memory.list(page).await.map(Reply::Page).into() })
+    }
+
+    #[pyo3(signature = (limit = 20, after = None, prefix = ""))]
+    fn list_keys<'py>(
+        &self,
+        py: Python<'py>,
+        limit: i64,
+        after: Option<&str>,
+        prefix: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let page = page_arg(py, limit, after)?.prefix(prefix);
+        let memory = self.memory(py)?;
+        run(py, async move { memory.list_keys(page).await.map(Reply::Keys).into() })
     }
 
     #[pyo3(signature = (query, limit = 20, after = None, *, r#match = None, ignore_case = false, metadata = None))]

@@ -4,6 +4,9 @@
 //! `RedisMemoryStore` (in `agent_memory/_stores.py`) each hold one `NativeStore` and forward
 //! to it. Each method here converts its arguments (raising before any I/O when one has the
 //! wrong type), then runs the core's method through [`awaitable::run`](crate::awaitable::run).
+//! The operations on one scope (`put`, `get`, `list`, `list_keys`, `search`, `delete`) are
+//! the scoped handle's ([`NativeScoped`](crate::layers::NativeScoped)), which the Python
+//! classes bind to the call's scope: one implementation serves both.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use crate::awaitable::{run, Reply};
 use crate::clock::PyManualClock;
 use crate::convert;
 use crate::errors::to_py;
-use crate::types::{key_arg, source_arg, PyScope};
+use crate::types::{source_arg, PyScope};
 
 /// One started-or-not store of the core, shared by every Python object that uses it.
 #[pyclass(frozen, module = "agent_memory._native")]
@@ -285,106 +288,6 @@ impl NativeStore {
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(&self.store);
         run(py, async move { store.close().await.map(|()| Reply::Unit).into() })
-    }
-
-    #[pyo3(signature = (scope, key, content, metadata = None, expires_at = None, expected_revision = None, create_only = false, source = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn put<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        key: &Bound<'py, PyAny>,
-        content: &Bound<'py, PyAny>,
-        metadata: Option<&Bound<'py, PyAny>>,
-        expires_at: Option<f64>,
-        expected_revision: Option<&str>,
-        create_only: bool,
-        source: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let write =
-            write_arg(py, content, metadata, expires_at, expected_revision, create_only, source)?;
-        let (store, scope, key) =
-            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
-        run(py, async move {
-            store.put(&scope, &key, write).await.map(|r| Reply::Record(Some(r))).into()
-        })
-    }
-
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (store, scope, key) =
-            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
-        run(py, async move { store.get(&scope, &key).await.map(Reply::Record).into() })
-    }
-
-    #[pyo3(signature = (scope, limit = 20, after = None, prefix = "", *, metadata = None))]
-    fn list<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        limit: i64,
-        after: Option<&str>,
-        prefix: &str,
-        metadata: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let filter = filter_arg(metadata).map_err(|e| to_py(py, e))?;
-        let page = page_arg(py, limit, after)?.prefix(prefix).metadata(filter);
-        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
-        run(py, async move { store.list(&scope, page).await.map(Reply::Page).into() })
-    }
-
-    #[pyo3(signature = (scope, limit = 20, after = None, prefix = ""))]
-    fn list_keys<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        limit: i64,
-        after: Option<&str>,
-        prefix: &str,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let page = page_arg(py, limit, after)?.prefix(prefix);
-        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
-        run(py, async move { store.list_keys(&scope, page).await.map(Reply::Keys).into() })
-    }
-
-    #[pyo3(signature = (scope, query, limit = 20, after = None, *, r#match = None, ignore_case = false, metadata = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn search<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        query: &Bound<'py, PyAny>,
-        limit: i64,
-        after: Option<&str>,
-        r#match: Option<&Bound<'py, PyAny>>,
-        ignore_case: bool,
-        metadata: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let page = search_arg(py, limit, after, r#match, ignore_case, metadata)?;
-        let query = convert::text(query, "query")?;
-        let (store, scope) = (Arc::clone(&self.store), scope.get().inner.clone());
-        run(py, async move { store.search(&scope, &query, page).await.map(Reply::Page).into() })
-    }
-
-    #[pyo3(signature = (scope, key, expected_revision = None))]
-    fn delete<'py>(
-        &self,
-        py: Python<'py>,
-        scope: &Bound<'py, PyScope>,
-        key: &Bound<'py, PyAny>,
-        expected_revision: Option<&str>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let expected =
-            expected_revision.map(convert::revision).transpose().map_err(|e| to_py(py, e))?;
-        let (store, scope, key) =
-            (Arc::clone(&self.store), scope.get().inner.clone(), key_arg(key)?);
-        run(py, async move {
-            store.delete(&scope, &key, expected.as_ref()).await.map(Reply::Bool).into()
-        })
     }
 
     fn delete_all<'py>(
