@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use super::support::{
-    assert_distinct, expect_conflict, get, list_all, namespaces_all, put, put_expiring,
+    assert_distinct, expect_conflict, get, list_all, namespaces_all, put, put_every_field,
+    put_expiring,
 };
 use crate::conformance::Harness;
 use crate::record::{Revision, Source};
@@ -130,11 +131,7 @@ pub async fn create_only_writes_absent_key(h: Harness) {
 /// `create_only` on a live key is a `Conflict` and changes nothing.
 pub async fn create_only_conflicts_on_live_key(h: Harness) {
     let scope = h.scope("user-1");
-    let existing = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("existing").metadata(json!({"a": 1})))
-        .await
-        .expect("put");
+    let existing = put_every_field(h.store(), &scope, "k").await;
     let attempt = MemoryWrite::new("replacement")
         .metadata(json!({"b": 2}))
         .source(Source::default().agent("late"))

@@ -1,7 +1,9 @@
 //! Erasure: `delete`, `delete_all` and `delete_user` really remove what they name, count it,
 //! and nothing else.
 
-use super::support::{expect_invalid, get, keys, list_all, namespaces_all, put, search_all};
+use super::support::{
+    expect_invalid, get, invalid_user_ids, keys, list_all, namespaces_all, put, search_all,
+};
 use crate::conformance::Harness;
 use crate::scope::MemoryScope;
 
@@ -192,16 +194,9 @@ pub async fn delete_user_leaves_other_users(h: Harness) {
 pub async fn delete_user_validates_and_tolerates_unknown_users(h: Harness) {
     assert_eq!(h.store().delete_user(h.app(), "nobody").await.expect("delete_user"), 0);
     put(h.store(), &h.scope("user-1"), "k", "x").await;
-    let long = "u".repeat(129);
-    for (app, user, field, what) in [
-        (h.app(), "", "user_id", "an empty user id"),
-        ("", "user-1", "application_id", "an empty application id"),
-        (h.app(), "a\nb", "user_id", "a user id with a newline"),
-        (h.app(), "a\0b", "user_id", "a user id with NUL"),
-        (h.app(), long.as_str(), "user_id", "a 129-byte user id"),
-    ] {
+    for (app, user, field, what) in invalid_user_ids(h.app()) {
         expect_invalid(
-            h.store().delete_user(app, user).await,
+            h.store().delete_user(app, &user).await,
             field,
             &format!("delete_user with {what}"),
         );

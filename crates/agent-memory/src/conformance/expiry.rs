@@ -8,6 +8,7 @@ use super::support::{
 };
 use crate::conformance::Harness;
 use crate::page::PageRequest;
+use crate::scope::MemoryScope;
 use crate::write::MemoryWrite;
 
 /// An expired record disappears from `get`, `list` and `search`; live neighbours stay.
@@ -68,6 +69,17 @@ pub async fn expiry_boundary_is_exact(h: Harness) {
     );
 }
 
+/// Panics unless nothing of `user-1` is physically left after `what`: no namespace is listed,
+/// and `delete_all` of `scope` finds nothing to remove, expired records included.
+async fn assert_physically_empty(h: &Harness, scope: &MemoryScope, what: &str) {
+    assert!(
+        namespaces_all(h.store(), h.app(), "user-1", 10).await.is_empty(),
+        "after {what} no namespace of the user may remain, expired records included"
+    );
+    let left = h.store().delete_all(scope).await.expect("delete_all");
+    assert_eq!(left, 0, "after {what} nothing is left for delete_all to remove");
+}
+
 /// `delete_all` erases expired records too and counts them.
 pub async fn delete_all_counts_expired_records(h: Harness) {
     let scope = h.scope_in("user-1", "ns");
@@ -81,11 +93,7 @@ pub async fn delete_all_counts_expired_records(h: Harness) {
         3,
         "delete_all must count expired records it physically removed"
     );
-    assert!(
-        namespaces_all(h.store(), h.app(), "user-1", 10).await.is_empty(),
-        "after delete_all nothing of the namespace may remain, expired records included"
-    );
-    assert_eq!(h.store().delete_all(&scope).await.expect("delete_all"), 0, "nothing left");
+    assert_physically_empty(&h, &scope, "delete_all").await;
 }
 
 /// `delete_user` erases expired records too and counts them.
@@ -100,10 +108,7 @@ pub async fn delete_user_counts_expired_records(h: Harness) {
         3,
         "delete_user must count expired records it physically removed"
     );
-    assert!(
-        namespaces_all(h.store(), h.app(), "user-1", 10).await.is_empty(),
-        "after delete_user no namespace of the user may remain"
-    );
+    assert_physically_empty(&h, &h.scope_in("user-1", "a"), "delete_user").await;
 }
 
 /// A namespace holding only expired records is still listed by `list_namespaces` until purged.
@@ -136,11 +141,7 @@ pub async fn delete_of_expired_record_returns_false(h: Harness) {
         !h.store().delete(&scope, "k", None).await.expect("delete"),
         "delete of an expired record must return false (no live record existed)"
     );
-    assert!(
-        namespaces_all(h.store(), h.app(), "user-1", 10).await.is_empty(),
-        "delete must physically remove the expired record"
-    );
-    assert_eq!(h.store().delete_all(&scope).await.expect("delete_all"), 0, "nothing is left");
+    assert_physically_empty(&h, &scope, "delete of the expired record").await;
 }
 
 /// `purge_expired` removes exactly the expired records and leaves live ones alone.

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::support::{
-    byte_sorted, expect_invalid, get, keys, list_all, namespaces_all, put, search_all,
+    byte_sorted, expect_invalid, get, keys, list_all, namespaces_all, put, put_every_field,
+    search_all,
 };
 use crate::conformance::Harness;
 use crate::error::MemoryError;
@@ -142,6 +143,19 @@ impl Canaries {
             "{what}: the other application's user changed"
         );
     }
+
+    /// [`Self::assert_intact`], after checking that `user-1`, whom the case writes for, has
+    /// exactly the namespaces `expected` (each once, in byte order): the case's input created
+    /// no others.
+    async fn assert_intact_beside(&self, h: &Harness, expected: &[Option<String>], what: &str) {
+        assert_eq!(
+            namespaces_all(h.store(), h.app(), "user-1", 100).await,
+            expected,
+            "{what}: list_namespaces of the case's user must return exactly its namespaces, \
+             each once, in byte order"
+        );
+        self.assert_intact(h, what).await;
+    }
 }
 
 /// A metadata object holding `s` as a name and as values, nested.
@@ -214,12 +228,7 @@ pub async fn injection_strings_round_trip_byte_for_byte(h: Harness) {
             "list(limit {limit}) must return every hostile record exactly as written"
         );
     }
-    assert_eq!(
-        namespaces_all(h.store(), h.app(), "user-1", 100).await,
-        vec![None],
-        "hostile writes must not create namespaces"
-    );
-    canaries.assert_intact(&h, "after hostile writes").await;
+    canaries.assert_intact_beside(&h, &[None], "after hostile writes").await;
 
     for key in written.keys() {
         assert!(
@@ -302,12 +311,7 @@ pub async fn injection_strings_as_ids_stay_isolated(h: Harness) {
     }
     let mut expected: Vec<Option<String>> = id_injections().map(|s| Some(s.to_owned())).collect();
     expected.sort();
-    assert_eq!(
-        namespaces_all(h.store(), h.app(), "user-1", 100).await,
-        expected,
-        "list_namespaces must return every hostile namespace once, in byte order"
-    );
-    canaries.assert_intact(&h, "after writes under hostile ids").await;
+    canaries.assert_intact_beside(&h, &expected, "after writes under hostile ids").await;
 
     for scope in &users {
         assert_eq!(
@@ -367,15 +371,7 @@ pub async fn huge_inputs_are_invalid_and_change_nothing(h: Harness) {
     const MIB: usize = 1 << 20;
     let canaries = Canaries::plant(&h).await;
     let scope = h.scope("user-1");
-    let existing = h
-        .store()
-        .put(
-            &scope,
-            "existing",
-            MemoryWrite::new("kept").metadata(json!({"a": 1})).source(Source::default().agent("a")),
-        )
-        .await
-        .expect("put");
+    let existing = put_every_field(h.store(), &scope, "existing").await;
     let huge = "x".repeat(MIB);
 
     let wide: Map<String, Value> = (0..50_000).map(|i| (format!("m{i}"), json!(i))).collect();
@@ -453,12 +449,7 @@ pub async fn huge_inputs_are_invalid_and_change_nothing(h: Harness) {
         vec![existing],
         "rejected huge input must change nothing stored"
     );
-    assert_eq!(
-        namespaces_all(h.store(), h.app(), "user-1", 100).await,
-        vec![None],
-        "rejected huge input must not leave a namespace behind"
-    );
-    canaries.assert_intact(&h, "after huge input").await;
+    canaries.assert_intact_beside(&h, &[None], "after huge input").await;
 }
 
 /// Calls every paged operation of `scope` with `cursor` and panics unless each is `Invalid`

@@ -1,16 +1,12 @@
 //! `list_keys`: the keys `list` returns, each with its content's size in bytes, paged with
 //! cursors of its own.
 
-use super::support::{byte_sorted, expect_invalid, put, put_expiring};
+use super::support::{byte_sorted, drain_items, expect_invalid, put, put_expiring};
 use crate::conformance::Harness;
-use crate::error::Result;
-use crate::page::{KeyInfo, KeyInfoPage, PageRequest};
+use crate::page::{KeyInfo, PageRequest};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::validation::MAX_CONTENT_BYTES;
-
-/// The most pages one listing may take before its cursors count as stuck.
-const MAX_PAGES: usize = 10_000;
 
 /// Every key of `scope` under `prefix` with its size, following `list_keys` cursors (each
 /// request carrying the prefix) until `next_cursor` is `None`.
@@ -20,20 +16,12 @@ async fn list_keys_all(
     prefix: &str,
     limit: usize,
 ) -> Vec<KeyInfo> {
-    let mut all = Vec::new();
-    let mut page = PageRequest::new(limit).prefix(prefix);
-    for _ in 0..MAX_PAGES {
-        let result: Result<KeyInfoPage> = store.list_keys(scope, page.clone()).await;
-        let result =
-            result.unwrap_or_else(|e| panic!("list_keys(prefix {prefix:?}, limit {limit}): {e:?}"));
-        assert!(result.items.len() <= limit, "list_keys returned more than limit {limit} keys");
-        all.extend(result.items);
-        match result.next_cursor {
-            Some(cursor) => page = page.after(cursor),
-            None => return all,
-        }
-    }
-    panic!("list_keys still returned a cursor after {MAX_PAGES} pages: cursors must advance")
+    let what = format!("list_keys(prefix {prefix:?}, limit {limit})");
+    drain_items(&what, PageRequest::new(limit).prefix(prefix), |page| {
+        let result = store.list_keys(scope, page);
+        async move { result.await.map(|page| (page.items, page.next_cursor)) }
+    })
+    .await
 }
 
 /// `list_keys` returns exactly the keys `list` does (every key, and under each prefix, at

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::support::{expect_invalid, get, list_all, namespaces_all, put};
+use super::support::{expect_invalid, get, list_all, namespaces_all, put, put_every_field};
 use crate::conformance::Harness;
 use crate::error::Result;
 use crate::page::PageRequest;
@@ -373,15 +373,7 @@ pub async fn nul_is_invalid_everywhere(h: Harness) {
 /// as it was (revision and timestamps included).
 pub async fn rejected_replace_leaves_record_unchanged(h: Harness) {
     let scope = h.scope("user-1");
-    let existing = h
-        .store()
-        .put(
-            &scope,
-            "k",
-            MemoryWrite::new("kept").metadata(json!({"a": 1})).source(Source::default().agent("a")),
-        )
-        .await
-        .expect("put");
+    let existing = put_every_field(h.store(), &scope, "k").await;
     let rev = existing.revision.clone();
     let attempts: Vec<(MemoryWrite, &str)> = vec![
         (MemoryWrite::new("a".repeat(MAX_CONTENT_BYTES + 1)), "content"),

@@ -1,7 +1,7 @@
 //! `list_namespaces`: every namespace that physically holds a record, default first, then in
 //! byte order.
 
-use super::support::{expect_invalid, namespaces_all, put};
+use super::support::{expect_invalid, invalid_user_ids, namespaces_all, put};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 
@@ -66,16 +66,9 @@ pub async fn list_namespaces_is_empty_for_unknown_user(h: Harness) {
 
 /// `list_namespaces` with invalid ids is `Invalid` naming the id.
 pub async fn list_namespaces_validates_ids(h: Harness) {
-    let long = "u".repeat(129);
-    for (app, user, field, what) in [
-        (h.app(), "", "user_id", "an empty user id"),
-        ("", "user-1", "application_id", "an empty application id"),
-        (h.app(), "a\tb", "user_id", "a user id with a tab"),
-        (h.app(), "a\0b", "user_id", "a user id with NUL"),
-        (h.app(), long.as_str(), "user_id", "a 129-byte user id"),
-    ] {
+    for (app, user, field, what) in invalid_user_ids(h.app()) {
         expect_invalid(
-            h.store().list_namespaces(app, user, PageRequest::default()).await,
+            h.store().list_namespaces(app, &user, PageRequest::default()).await,
             field,
             &format!("list_namespaces with {what}"),
         );

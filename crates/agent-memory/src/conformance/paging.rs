@@ -1,12 +1,13 @@
 //! Paging: every record exactly once in UTF-8 byte order, honest cursors, checked limits, and
 //! cursors that only work where they came from.
 
-use super::support::{byte_sorted, expect_invalid, expect_refused_everywhere, keys, list_all, put};
+use super::support::{
+    byte_sorted, expect_invalid, expect_refused_everywhere, keys, list_all, list_request_all, put,
+};
 use crate::conformance::Harness;
 use crate::page::{Cursor, CursorKind, PageRequest};
 use crate::provider::{key_cursor, namespace_cursor};
 use crate::scope::MemoryScope;
-use crate::store::MemoryStore;
 
 /// Keys whose UTF-8 byte order differs from case-insensitive, locale or UTF-16 order.
 const ORDER_KEYS: &[&str] = &[
@@ -250,30 +251,13 @@ pub async fn cursors_are_positions_not_snapshots(h: Harness) {
     put(h.store(), &scope, "a", "behind the cursor").await;
     assert!(h.store().delete(&scope, "d", None).await.expect("delete"), "delete d");
     put(h.store(), &scope, "f", "ahead of the cursor").await;
-    let rest = continue_list(h.store(), &scope, PageRequest::new(2).after(cursor)).await;
+    let rest = list_request_all(h.store(), &scope, PageRequest::new(2).after(cursor)).await;
     assert_eq!(
         keys(&rest),
         ["e", "f"],
         "continuing a list must skip records written behind the cursor and records deleted \
          ahead of it, and must show records written ahead of it"
     );
-}
-
-async fn continue_list(
-    store: &dyn MemoryStore,
-    scope: &MemoryScope,
-    mut page: PageRequest,
-) -> Vec<crate::record::MemoryRecord> {
-    let mut all = Vec::new();
-    for _ in 0..100 {
-        let result = store.list(scope, page.clone()).await.expect("list");
-        all.extend(result.items);
-        match result.next_cursor {
-            Some(cursor) => page = page.after(cursor),
-            None => return all,
-        }
-    }
-    panic!("list kept returning cursors: cursors must advance")
 }
 
 /// A page of a named namespace or of one user never includes records of its neighbours, even

@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use super::support::{byte_sorted, expect_invalid, keys, put, search_all};
+use super::support::{
+    byte_sorted, expect_found, expect_invalid, keys, put, put_each, search_all, SearchCases,
+};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::write::MemoryWrite;
@@ -42,12 +44,15 @@ pub async fn search_treats_pattern_characters_literally(h: Harness) {
 /// Search is case-sensitive and matches any substring (start, middle, end, whole).
 pub async fn search_is_case_sensitive_substring(h: Harness) {
     let scope = h.scope("user-1");
-    put(h.store(), &scope, "lower", "hello world").await;
-    put(h.store(), &scope, "title", "Hello World").await;
-    put(h.store(), &scope, "upper", "HELLO WORLD").await;
-    put(h.store(), &scope, "sharp-s", "straße").await;
-    put(h.store(), &scope, "turkish", "İstanbul").await;
-    let cases: &[(&str, &[&str])] = &[
+    let records = [
+        ("lower", "hello world"),
+        ("title", "Hello World"),
+        ("upper", "HELLO WORLD"),
+        ("sharp-s", "straße"),
+        ("turkish", "İstanbul"),
+    ];
+    put_each(h.store(), &scope, &records).await;
+    let cases: SearchCases<'_> = &[
         ("hello", &["lower"]),
         ("Hello", &["title"]),
         ("HELLO", &["upper"]),
@@ -62,15 +67,8 @@ pub async fn search_is_case_sensitive_substring(h: Harness) {
         ("İst", &["turkish"]),
         ("hello world!", &[]),
     ];
-    for (query, expected) in cases {
-        let found = search_all(h.store(), &scope, query, 100).await;
-        assert_eq!(
-            keys(&found),
-            *expected,
-            "search({query:?}) must be a case-sensitive substring match (no ILIKE, no case \
-             folding, no collation)"
-        );
-    }
+    let rule = "a case-sensitive substring match (no ILIKE, no case folding, no collation)";
+    expect_found(h.store(), &scope, &PageRequest::new(100), cases, rule).await;
 }
 
 /// Search matches content only: not keys, metadata or source.
@@ -97,11 +95,14 @@ pub async fn search_matches_content_only(h: Harness) {
 /// Multi-byte queries match byte-exact substrings; precomposed and decomposed forms differ.
 pub async fn search_matches_unicode_literally(h: Harness) {
     let scope = h.scope("user-1");
-    put(h.store(), &scope, "composed", "caf\u{e9} au lait").await;
-    put(h.store(), &scope, "decomposed", "cafe\u{301} noir").await;
-    put(h.store(), &scope, "cjk", "中文😀文字").await;
-    put(h.store(), &scope, "newline", "line one\r\nline two\ttab").await;
-    let cases: &[(&str, &[&str])] = &[
+    let records = [
+        ("composed", "caf\u{e9} au lait"),
+        ("decomposed", "cafe\u{301} noir"),
+        ("cjk", "中文😀文字"),
+        ("newline", "line one\r\nline two\ttab"),
+    ];
+    put_each(h.store(), &scope, &records).await;
+    let cases: SearchCases<'_> = &[
         ("caf\u{e9}", &["composed"]),
         ("cafe\u{301}", &["decomposed"]),
         ("cafe", &["decomposed"]),
@@ -110,13 +111,8 @@ pub async fn search_matches_unicode_literally(h: Harness) {
         ("\r\nline", &["newline"]),
         ("\t", &["newline"]),
     ];
-    for (query, expected) in cases {
-        assert_eq!(
-            keys(&search_all(h.store(), &scope, query, 100).await),
-            *expected,
-            "search({query:?}) must match the exact code points, without Unicode normalization"
-        );
-    }
+    let rule = "the exact code points, without Unicode normalization";
+    expect_found(h.store(), &scope, &PageRequest::new(100), cases, rule).await;
 }
 
 /// Paging a search returns every match exactly once in byte order, following cursors through

@@ -3,7 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::support::{expect_invalid, keys, list_request_all, put, search_all, search_request_all};
+use super::support::{
+    expect_found, expect_invalid, keys, list_request_all, put, put_each, search_all,
+    search_request_all, SearchCases,
+};
 use crate::conformance::Harness;
 use crate::matching::{Case, MatchMode, MetadataFilter};
 use crate::page::PageRequest;
@@ -31,13 +34,15 @@ async fn found(
 /// `all_words`: every word occurs, in any order, anywhere (inside other words too).
 pub async fn search_all_words_needs_every_word_in_any_order(h: Harness) {
     let scope = h.scope("user-1");
-    put(h.store(), &scope, "a-both", "prefers the berlin warehouse").await;
-    put(h.store(), &scope, "b-reversed", "warehouse: berlin").await;
-    put(h.store(), &scope, "c-one", "berlin only").await;
-    put(h.store(), &scope, "d-joined", "berlinwarehouse").await;
-    put(h.store(), &scope, "e-none", "munich depot").await;
-    let words = PageRequest::new(100).all_words();
-    let cases: &[(&str, &[&str])] = &[
+    let records = [
+        ("a-both", "prefers the berlin warehouse"),
+        ("b-reversed", "warehouse: berlin"),
+        ("c-one", "berlin only"),
+        ("d-joined", "berlinwarehouse"),
+        ("e-none", "munich depot"),
+    ];
+    put_each(h.store(), &scope, &records).await;
+    let cases: SearchCases<'_> = &[
         ("berlin warehouse", &["a-both", "b-reversed", "d-joined"]),
         ("warehouse berlin", &["a-both", "b-reversed", "d-joined"]),
         ("  berlin\t\nwarehouse  ", &["a-both", "b-reversed", "d-joined"]),
@@ -46,13 +51,8 @@ pub async fn search_all_words_needs_every_word_in_any_order(h: Harness) {
         ("berlin depot", &[]),
         ("Berlin warehouse", &[]),
     ];
-    for (query, expected) in cases {
-        assert_eq!(
-            found(&h, &scope, query, words.clone()).await,
-            *expected,
-            "all_words search({query:?}): every word, in any order, case-sensitive"
-        );
-    }
+    let rule = "every word, in any order, case-sensitive";
+    expect_found(h.store(), &scope, &PageRequest::new(100).all_words(), cases, rule).await;
     // The phrase stays the default: the whole query is one substring.
     assert_eq!(keys(&search_all(h.store(), &scope, "berlin warehouse", 100).await), ["a-both"]);
 }
@@ -60,36 +60,47 @@ pub async fn search_all_words_needs_every_word_in_any_order(h: Harness) {
 /// `any_word`: at least one word occurs.
 pub async fn search_any_word_needs_one_word(h: Harness) {
     let scope = h.scope("user-1");
-    put(h.store(), &scope, "coffee", "drinks coffee black").await;
-    put(h.store(), &scope, "tea", "green tea in the afternoon").await;
-    put(h.store(), &scope, "water", "only water").await;
-    let any = PageRequest::new(1).any_word();
-    assert_eq!(found(&h, &scope, "tea coffee", any.clone()).await, ["coffee", "tea"]);
-    assert_eq!(found(&h, &scope, "juice milk", any.clone()).await, Vec::<String>::new());
-    assert_eq!(found(&h, &scope, "Tea water", any.clone()).await, ["water"]);
+    let records = [
+        ("coffee", "drinks coffee black"),
+        ("tea", "green tea in the afternoon"),
+        ("water", "only water"),
+    ];
+    put_each(h.store(), &scope, &records).await;
+    // The sixteenth word counts.
     let sixteen = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "x1", "x2", "x3"]
         .into_iter()
         .chain(["x4", "x5", "x6", "water"])
         .collect::<Vec<_>>()
         .join(" ");
-    assert_eq!(found(&h, &scope, &sixteen, any).await, ["water"], "the 16th word counts");
+    let cases: SearchCases<'_> = &[
+        ("tea coffee", &["coffee", "tea"]),
+        ("juice milk", &[]),
+        ("Tea water", &["water"]),
+        (&sixteen, &["water"]),
+    ];
+    let rule = "at least one of up to 16 words, case-sensitive";
+    expect_found(h.store(), &scope, &PageRequest::new(1).any_word(), cases, rule).await;
 }
 
 /// Words are literal substrings, pattern characters included; no stemming, no stop words.
 pub async fn search_words_are_literal_substrings(h: Harness) {
     let scope = h.scope("user-1");
-    put(h.store(), &scope, "percent", "50% off_today").await;
-    put(h.store(), &scope, "plain", "50 percent off today").await;
-    put(h.store(), &scope, "stems", "reports in metric units").await;
-    let all = PageRequest::new(100).all_words();
-    assert_eq!(found(&h, &scope, "% off_", all.clone()).await, ["percent"]);
-    assert_eq!(
-        found(&h, &scope, ".* [a-z]", PageRequest::new(100).any_word()).await,
-        Vec::<String>::new()
-    );
-    assert_eq!(found(&h, &scope, "metric unit report", all.clone()).await, ["stems"]);
-    assert_eq!(found(&h, &scope, "the in", all.clone()).await, Vec::<String>::new());
-    assert_eq!(found(&h, &scope, "reported", all).await, Vec::<String>::new(), "no stemming");
+    let records = [
+        ("percent", "50% off_today"),
+        ("plain", "50 percent off today"),
+        ("stems", "reports in metric units"),
+    ];
+    put_each(h.store(), &scope, &records).await;
+    let rule = "literal substrings: no patterns, no stemming, no stop words";
+    let all: SearchCases<'_> = &[
+        ("% off_", &["percent"]),
+        ("metric unit report", &["stems"]),
+        ("the in", &[]),
+        ("reported", &[]),
+    ];
+    expect_found(h.store(), &scope, &PageRequest::new(100).all_words(), all, rule).await;
+    let any: SearchCases<'_> = &[(".* [a-z]", &[])];
+    expect_found(h.store(), &scope, &PageRequest::new(100).any_word(), any, rule).await;
 }
 
 /// Insensitive search compares after Unicode simple case folding, one character to one, on
@@ -109,11 +120,8 @@ pub async fn search_ignore_case_uses_simple_case_folding(h: Harness) {
         ("precomposed", "café"),
         ("long-s", "\u{17F}tar"),
     ];
-    for (key, content) in records {
-        put(h.store(), &scope, key, content).await;
-    }
-    let insensitive = PageRequest::new(100).ignore_case();
-    let cases: &[(&str, &[&str])] = &[
+    put_each(h.store(), &scope, &records).await;
+    let cases: SearchCases<'_> = &[
         ("berlin warehouse", &["ascii"]),
         ("kelvin", &["kelvin"]),
         ("\u{212A}", &["kelvin"]),
@@ -130,14 +138,9 @@ pub async fn search_ignore_case_uses_simple_case_folding(h: Harness) {
         ("CAFÉ", &["precomposed"]),
         ("STAR", &["long-s"]),
     ];
-    for (query, expected) in cases {
-        assert_eq!(
-            found(&h, &scope, query, insensitive.clone()).await,
-            *expected,
-            "insensitive search({query:?}): Unicode simple case folding (statuses C and S), \
-             not lower(), ILIKE, a collation or full folding"
-        );
-    }
+    let rule = "Unicode simple case folding (statuses C and S), not lower(), ILIKE, a collation \
+                or full folding";
+    expect_found(h.store(), &scope, &PageRequest::new(100).ignore_case(), cases, rule).await;
     // Without ignore_case nothing folds.
     assert_eq!(found(&h, &scope, "kelvin", PageRequest::new(100)).await, Vec::<String>::new());
 }

@@ -10,7 +10,7 @@ use crate::conformance::Harness;
 use crate::error::{MemoryError, Result};
 use crate::page::{ApplicationPage, Cursor, MemoryPage, PageRequest};
 use crate::provider::application_cursor;
-use crate::record::{MemoryRecord, Revision};
+use crate::record::{MemoryRecord, Revision, Source};
 use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::write::MemoryWrite;
@@ -66,6 +66,31 @@ pub(crate) async fn search_request_all(
     drain_from(&what, request, |page| store.search(scope, query, page)).await
 }
 
+/// Queries paired with the keys a search must find for each, in key order.
+pub(crate) type SearchCases<'a> = &'a [(&'a str, &'a [&'a str])];
+
+/// Panics unless `search` with the options of `request` (its mode, case and metadata filter)
+/// finds, for each query of `cases`, exactly the keys listed with it; `rule` says in failures
+/// what kind of match the search must be.
+pub(crate) async fn expect_found(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    request: &PageRequest,
+    cases: SearchCases<'_>,
+    rule: &str,
+) {
+    for (query, expected) in cases {
+        let found = search_request_all(store, scope, query, request.clone()).await;
+        assert_eq!(
+            keys(&found),
+            *expected,
+            "search({query:?}) with {:?}, {:?}: {rule}",
+            request.matching,
+            request.case
+        );
+    }
+}
+
 /// Every live record of `scope` that `list` returns for `request` (its prefix and metadata
 /// filter), following cursors from `request`'s limit.
 pub(crate) async fn list_request_all(
@@ -103,7 +128,7 @@ where
 /// Follows the cursors of one paged read (`what` names it in failures) from `request` until
 /// `next_cursor` is `None`, checking that no page holds more than the request's limit; `fetch`
 /// gives a page's items and its next cursor.
-async fn drain_items<T, F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<T>
+pub(crate) async fn drain_items<T, F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<T>
 where
     F: FnMut(PageRequest) -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<Cursor>)>>,
@@ -328,6 +353,20 @@ pub(crate) async fn expect_refused_everywhere(
     );
 }
 
+/// Ids of an application user that every call taking them must refuse as `Invalid` naming
+/// the id at fault, as `(application id, user id, field, what)`: empty ids, a newline, a tab,
+/// NUL and 129 bytes; `app` is the valid application id beside a bad user id.
+pub(crate) fn invalid_user_ids(app: &str) -> [(&str, String, &'static str, &'static str); 6] {
+    [
+        (app, String::new(), "user_id", "an empty user id"),
+        ("", "user-1".to_owned(), "application_id", "an empty application id"),
+        (app, "a\nb".to_owned(), "user_id", "a user id with a newline"),
+        (app, "a\tb".to_owned(), "user_id", "a user id with a tab"),
+        (app, "a\0b".to_owned(), "user_id", "a user id with NUL"),
+        (app, "u".repeat(129), "user_id", "a 129-byte user id"),
+    ]
+}
+
 /// Panics unless `result` is `Invalid` naming `field`.
 pub(crate) fn expect_invalid<T: Debug>(result: Result<T>, field: &str, what: &str) {
     match result {
@@ -390,6 +429,30 @@ pub(crate) async fn put(
         .put(scope, key, MemoryWrite::new(content))
         .await
         .unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
+}
+
+/// Writes "kept" at `key` with metadata and a source, so that a later comparison covers every
+/// field a write sets; panics on an error.
+pub(crate) async fn put_every_field(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
+) -> MemoryRecord {
+    let write = MemoryWrite::new("kept")
+        .metadata(serde_json::json!({"a": 1}))
+        .source(Source::default().agent("a"));
+    store.put(scope, key, write).await.unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
+}
+
+/// Writes each `(key, content)` of `records` unconditionally, in order, panicking on an error.
+pub(crate) async fn put_each(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    records: &[(&str, &str)],
+) {
+    for (key, content) in records {
+        put(store, scope, key, content).await;
+    }
 }
 
 /// More conflicts in a row than any race produces: past this, a live revision never matched.
