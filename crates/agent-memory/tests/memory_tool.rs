@@ -44,6 +44,11 @@ async fn create(memory: &ScopedMemory, path: &str, text: &str) {
     ok(memory, json!({"command": "create", "path": path, "file_text": text})).await;
 }
 
+/// The input of a `str_replace` of `old` by `new` in the file at `path`.
+fn str_replace(path: &str, old: &str, new: &str) -> Value {
+    json!({"command": "str_replace", "path": path, "old_str": old, "new_str": new})
+}
+
 async fn view(memory: &ScopedMemory, path: &str) -> String {
     ok(memory, json!({"command": "view", "path": path})).await
 }
@@ -83,23 +88,13 @@ async fn a_session_reads_like_the_reference() {
          items:\n4K\t/memories\n4K\t/memories/notes/\n14B\t/memories/notes/todo.md\n\
          1.5K\t/memories/profile.md"
     );
-    let replaced = ok(
-        &memory,
-        json!({"command": "str_replace", "path": "/memories/notes/todo.md",
-               "old_str": "eggs", "new_str": "bread"}),
-    )
-    .await;
+    let replaced = ok(&memory, str_replace("/memories/notes/todo.md", "eggs", "bread")).await;
     assert_eq!(
         replaced,
         "The memory file has been edited. Here is the snippet showing the change (with line \
          numbers):\n     1\t- milk\n     2\t- bread\n     3\t"
     );
-    let twice = fail(
-        &memory,
-        json!({"command": "str_replace", "path": "/memories/notes/todo.md",
-               "old_str": "- ", "new_str": "* "}),
-    )
-    .await;
+    let twice = fail(&memory, str_replace("/memories/notes/todo.md", "- ", "* ")).await;
     assert_eq!(
         twice.message(),
         "No replacement was performed. Multiple occurrences of old_str `- ` in lines: 1, 2. \
@@ -414,20 +409,23 @@ fn replicas_racing_str_replace_lose_no_edit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("replicas.db");
     runtime().block_on(async {
-        let stores = [Arc::new(SqliteMemoryStore::new(&path)), Arc::new(SqliteMemoryStore::new(&path))];
+        let stores =
+            [Arc::new(SqliteMemoryStore::new(&path)), Arc::new(SqliteMemoryStore::new(&path))];
         for store in &stores {
             store.start().await.unwrap();
         }
-        let memories: Vec<ScopedMemory> =
-            stores.iter().map(|s| ScopedMemory::new(s.clone() as Arc<dyn MemoryStore>, scope())).collect();
+        let memories: Vec<ScopedMemory> = stores
+            .iter()
+            .map(|s| ScopedMemory::new(s.clone() as Arc<dyn MemoryStore>, scope()))
+            .collect();
         let text: String = (0..TOKENS).map(|i| format!("[todo {i:02}]\n")).collect();
         create(&memories[0], "/memories/list.md", &text).await;
         let mut tasks = Vec::new();
         for i in 0..TOKENS {
             let memory = memories[i % 2].clone();
             tasks.push(tokio::spawn(async move {
-                let input = json!({"command": "str_replace", "path": "/memories/list.md",
-                                   "old_str": format!("[todo {i:02}]"), "new_str": format!("[done {i:02}]")});
+                let (todo, done) = (format!("[todo {i:02}]"), format!("[done {i:02}]"));
+                let input = str_replace("/memories/list.md", &todo, &done);
                 loop {
                     match memory_tool::run(&memory, &input).await {
                         Ok(_) => return,

@@ -37,35 +37,30 @@ fn sqlite_store_matches_the_model() {
     });
 }
 
-/// PostgreSQL keeps time itself: the model writes only far-future expiries there.
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_store_matches_the_model() {
-    let url = agent_memory_testkit::postgres::shared_url();
-    check_against_model("postgres", || async {
-        let store = agent_memory::PostgresMemoryStore::from_url(&url).expect("a valid URL");
-        Subject { store: Arc::new(store), clock: None }
-    });
+    check_server_store("postgres", &agent_memory_testkit::postgres::shared_url());
 }
 
-/// Redis keeps time itself: the model writes only far-future expiries there.
 #[cfg(feature = "redis")]
 #[test]
 fn redis_store_matches_the_model() {
-    let url = agent_memory_testkit::redis::shared_url();
-    check_against_model("redis", || async {
-        let store = agent_memory::RedisMemoryStore::from_url(&url).expect("a valid URL");
-        Subject { store: Arc::new(store), clock: None }
-    });
+    check_server_store("redis", &agent_memory_testkit::redis::shared_url());
 }
 
 /// The same on a three-master Redis Cluster.
 #[cfg(feature = "redis")]
 #[test]
 fn redis_cluster_store_matches_the_model() {
-    let url = agent_memory_testkit::redis::shared_cluster_url();
-    check_against_model("redis cluster", || async {
-        let store = agent_memory::RedisMemoryStore::from_url(&url).expect("a valid cluster URL");
-        Subject { store: Arc::new(store), clock: None }
+    check_server_store("redis cluster", &agent_memory_testkit::redis::shared_cluster_url());
+}
+
+/// Checks the store [`agent_memory::open`] makes of `url`. Its server keeps time itself, so the
+/// model writes only far-future expiries there.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+fn check_server_store(name: &str, url: &str) {
+    check_against_model(name, || async {
+        Subject { store: agent_memory::open(url).expect("a valid URL"), clock: None }
     });
 }

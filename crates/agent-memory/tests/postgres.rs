@@ -155,6 +155,20 @@ async fn on_fresh_table(
     drop_table(&table).await;
 }
 
+/// Starts the store of `builder` with a pool of exactly `connections`, and writes "before" at
+/// "k" as `user-1` of `app`; returns the store and that scope.
+async fn pooled_with_record(
+    builder: PostgresMemoryStoreBuilder,
+    connections: usize,
+) -> (Arc<PostgresMemoryStore>, MemoryScope) {
+    let store =
+        builder.min_connections(connections).max_connections(connections).build().expect("config");
+    store.start().await.expect("start");
+    let s = scope("app", "user-1");
+    store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
+    (Arc::new(store), s)
+}
+
 /// Drops `table` from the shared server.
 async fn drop_table(table: &str) {
     let admin = connect(&shared_url()).await;
@@ -501,16 +515,7 @@ async fn delete_user_commits_batches_and_a_retry_after_interruption_finishes() {
 async fn a_terminated_connection_fails_the_operation_in_flight_and_the_pool_recovers() {
     let table = unique("terminate");
     let application_name = unique("terminate_app");
-    let store = Arc::new(
-        on_table(&table, Some(&application_name))
-            .min_connections(1)
-            .max_connections(1)
-            .build()
-            .expect("config"),
-    );
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
+    let (store, s) = pooled_with_record(on_table(&table, Some(&application_name)), 1).await;
 
     let admin = connect(&shared_url()).await;
     let locker = connect(&shared_url()).await;
@@ -551,17 +556,7 @@ async fn a_server_restart_fails_the_operation_in_flight_and_the_pool_recovers() 
     let server = PostgresServer::start_durable();
     let application_name = "restart_test";
     let url = with_param(&server.url(), &format!("application_name={application_name}"));
-    let store = Arc::new(
-        PostgresMemoryStore::builder(&url)
-            .expect("url")
-            .min_connections(2)
-            .max_connections(2)
-            .build()
-            .expect("config"),
-    );
-    store.start().await.expect("start");
-    let s = scope("app", "user-1");
-    store.put(&s, "k", MemoryWrite::new("before")).await.expect("put");
+    let (store, s) = pooled_with_record(PostgresMemoryStore::builder(&url).expect("url"), 2).await;
 
     let admin = connect(&server.url()).await;
     let locker = connect(&server.url()).await;

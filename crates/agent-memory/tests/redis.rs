@@ -33,6 +33,13 @@ async fn started(url: &str) -> RedisMemoryStore {
     store
 }
 
+/// A server of the test's own, a store started on it, and a fresh user's scope.
+async fn on_own_server() -> (RedisServer, RedisMemoryStore, MemoryScope) {
+    let server = RedisServer::start();
+    let store = started(&server.url()).await;
+    (server, store, fresh_scope("redis-test", "user"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_key_behind_and_works_in_batches() {
     let server = RedisServer::start();
@@ -284,9 +291,7 @@ async fn start_accepts_a_durable_server_when_durability_is_required() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_connection_fails_the_operation_in_flight_and_recovers() {
-    let server = RedisServer::start();
-    let store = started(&server.url()).await;
-    let scope = fresh_scope("redis-test", "user");
+    let (server, store, scope) = on_own_server().await;
     store.put(&scope, "before", MemoryWrite::new("v")).await.unwrap();
 
     // Hold a write in flight: the server parks it while clients are paused for writes.
@@ -390,9 +395,7 @@ async fn a_restart_under_load_keeps_every_acknowledged_write_with_fsync_always()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_reload_by_themselves_after_the_server_forgets_them() {
-    let server = RedisServer::start();
-    let store = started(&server.url()).await;
-    let scope = fresh_scope("redis-test", "user");
+    let (server, store, scope) = on_own_server().await;
     store.put(&scope, "k", MemoryWrite::new("v")).await.unwrap();
     assert_eq!(server.cli(&["SCRIPT", "FLUSH"]), "OK");
     assert_eq!(store.get(&scope, "k").await.unwrap().unwrap().content, "v");

@@ -72,6 +72,39 @@ fn read_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).expect("the file is readable")
 }
 
+/// True when the file at `path` holds the bytes of `needle`; a missing file holds nothing.
+fn file_contains(path: &Path, needle: &str) -> bool {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// A temporary folder, removed when dropped, and the path of a file `name` in it (not created).
+fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+/// A started store on a file in a temporary folder of its own, which lives as long as this.
+struct OnFile {
+    store: SqliteMemoryStore,
+    /// The database file.
+    path: PathBuf,
+    /// Its write-ahead log.
+    wal: PathBuf,
+    /// The folder, removed when dropped: a test destructuring this binds it to keep the folder.
+    _dir: tempfile::TempDir,
+}
+
+/// Starts a store on a new file named `name`.
+async fn started_on_file(name: &str) -> OnFile {
+    let (dir, path) = temp_file(name);
+    let wal = dir.path().join(format!("{name}-wal"));
+    let store = SqliteMemoryStore::new(&path);
+    store.start().await.expect("start");
+    OnFile { store, path, wal, _dir: dir }
+}
+
 fn folder_listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("the folder is readable")
@@ -150,10 +183,7 @@ async fn records_and_revisions_survive_a_restart() {
 /// even the bytes of their ids or content in free space.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_user_leaves_no_bytes_of_the_user_in_the_file() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("erase.db");
-    let store = SqliteMemoryStore::new(&path);
-    store.start().await.expect("start");
+    let OnFile { store, path, _dir, .. } = started_on_file("erase.db").await;
     let erased = MemoryScope::new("sqlite-tests", "erased-user-7f3a").expect("valid ids");
     let kept = scope("kept-user");
     for (i, namespace) in ["", "notes", "prefs"].into_iter().enumerate() {
@@ -176,18 +206,15 @@ async fn delete_user_leaves_no_bytes_of_the_user_in_the_file() {
     assert!(namespaces.items.is_empty());
     store.close().await.expect("close checkpoints the log into the file");
 
-    let bytes = read_bytes(&path);
-    let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
-    assert!(contains("KEPT-CONTENT"), "the other user's record is still there");
+    assert!(file_contains(&path, "KEPT-CONTENT"), "the other user's record is still there");
     for trace in ["erased-user-7f3a", "PRIVATE-CONTENT", "PRIVATE-METADATA"] {
-        assert!(!contains(trace), "{trace} is still in the file");
+        assert!(!file_contains(&path, trace), "{trace} is still in the file");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operations_before_start_and_after_close_are_storage_errors() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("memories.db");
+    let (_dir, path) = temp_file("memories.db");
     let store = SqliteMemoryStore::new(&path);
     let s = scope("lifecycle");
     let err = store.get(&s, "k").await.expect_err("not started");
@@ -209,8 +236,7 @@ async fn operations_before_start_and_after_close_are_storage_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_accepts_both_url_forms() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("by-url.db");
+    let (_dir, path) = temp_file("by-url.db");
     let url = format!("sqlite:{}", path.display());
     let store = agent_memory::open(&url).expect("sqlite: URL");
     store.start().await.expect("start");
@@ -271,15 +297,7 @@ async fn created_files_and_folders_are_private() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("erase.db");
-    let wal = dir.path().join("erase.db-wal");
-    let store = SqliteMemoryStore::new(&path);
-    store.start().await.expect("start");
-    let contains = |file: &Path, needle: &str| {
-        let bytes = std::fs::read(file).unwrap_or_default();
-        bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
-    };
+    let OnFile { store, path, wal, _dir } = started_on_file("erase.db").await;
     let kept = scope("kept-user");
     store.put(&kept, "k", MemoryWrite::new("KEPT-CONTENT")).await.expect("put");
     for (erase_user, user) in [(false, "namespace-eraser"), (true, "user-eraser")] {
@@ -290,7 +308,7 @@ async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
             store.put(&s, &format!("key-{n}"), MemoryWrite::new(content)).await.expect("put");
         }
         assert!(
-            contains(&path, &marker) || contains(&wal, &marker),
+            file_contains(&path, &marker) || file_contains(&wal, &marker),
             "the marker was written (the test would prove nothing otherwise)"
         );
         let removed = if erase_user {
@@ -300,8 +318,8 @@ async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
         };
         assert_eq!(removed, 50);
         // The store is still open: nothing waits for close() to checkpoint.
-        assert!(!contains(&path, &marker), "{marker} is still in the database file");
-        assert!(!contains(&wal, &marker), "{marker} is still in the write-ahead log");
+        assert!(!file_contains(&path, &marker), "{marker} is still in the database file");
+        assert!(!file_contains(&wal, &marker), "{marker} is still in the write-ahead log");
     }
     assert_eq!(
         store.get(&kept, "k").await.expect("get").map(|r| r.content).as_deref(),
@@ -316,11 +334,7 @@ async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
 /// any checkpoint, these records would leave a log of about 160 MB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_is_checkpointed_beside_the_writes() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("log.db");
-    let wal = dir.path().join("log.db-wal");
-    let store = SqliteMemoryStore::new(&path);
-    store.start().await.expect("start");
+    let OnFile { store, wal, _dir, .. } = started_on_file("log.db").await;
     let s = scope("log-writer");
     let content = "w".repeat(16_000);
     let mut largest_log = 0;
@@ -347,8 +361,7 @@ async fn the_log_is_checkpointed_beside_the_writes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_stores_on_one_file_in_one_process() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("shared.db");
+    let (_dir, path) = temp_file("shared.db");
     let a = Arc::new(SqliteMemoryStore::new(&path));
     let b = Arc::new(SqliteMemoryStore::new(&path));
     let (started_a, started_b) = tokio::join!(a.start(), b.start());
@@ -428,8 +441,7 @@ fn two_processes_on_one_file() {
         runtime().block_on(two_process_worker(&file, "child", true));
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("shared.db");
+    let (_dir, path) = temp_file("shared.db");
     let mut child = spawn_role("two_processes_on_one_file", "two-process-writer", &path);
     let stdout = child.stdout.take().expect("piped stdout");
     let mut lines = BufReader::new(stdout).lines();
@@ -492,8 +504,7 @@ fn acknowledged_writes_survive_sigkill() {
         runtime().block_on(sigkill_writer(&file));
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("killed.db");
+    let (_dir, path) = temp_file("killed.db");
     let mut child = spawn_role("acknowledged_writes_survive_sigkill", "sigkill-writer", &path);
     let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut acked: Vec<(String, String)> = Vec::new();
@@ -578,8 +589,7 @@ async fn sigkill_writer(path: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_that_is_not_a_database_is_refused_and_untouched() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("notes.txt");
+    let (dir, path) = temp_file("notes.txt");
     std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).expect("write");
     let before = read_bytes(&path);
     let listing = folder_listing(dir.path());
@@ -596,8 +606,7 @@ async fn a_file_that_is_not_a_database_is_refused_and_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_applications_database_is_refused_and_untouched() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("other.db");
+    let (dir, path) = temp_file("other.db");
     {
         let conn = rusqlite::Connection::open(&path).expect("create another app's database");
         conn.execute_batch(
@@ -621,8 +630,7 @@ async fn another_applications_database_is_refused_and_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_schema_version_is_refused_and_untouched() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("future.db");
+    let (_dir, path) = temp_file("future.db");
     let store = SqliteMemoryStore::new(&path);
     store.start().await.expect("start");
     store.put(&scope("future"), "k", MemoryWrite::new("v")).await.expect("put");
@@ -650,8 +658,7 @@ async fn a_newer_schema_version_is_refused_and_untouched() {
 /// hold at once, counting the records written before the upgrade.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_1_file_is_upgraded_with_its_usage_counted() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("v1.db");
+    let (_dir, path) = temp_file("v1.db");
     {
         let conn = rusqlite::Connection::open(&path).expect("create a version 1 file");
         conn.execute_batch(
@@ -719,8 +726,7 @@ async fn a_version_1_file_is_upgraded_with_its_usage_counted() {
 async fn a_read_only_file_serves_reads_and_refuses_writes() {
     use std::os::unix::fs::PermissionsExt;
 
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let path = dir.path().join("frozen.db");
+    let (dir, path) = temp_file("frozen.db");
     let s = scope("frozen");
     let writer = SqliteMemoryStore::new(&path);
     writer.start().await.expect("start");

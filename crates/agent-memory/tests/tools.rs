@@ -32,6 +32,22 @@ async fn fail(memory: &ScopedMemory, name: &str, args: Value) -> tools::ToolErro
     }
 }
 
+/// Calls `name` with `args` and panics unless it fails with `InvalidArguments` naming `field`
+/// in a message that contains `words`; returns the error.
+async fn invalid_arguments(
+    memory: &ScopedMemory,
+    name: &str,
+    args: Value,
+    field: &str,
+    words: &str,
+) -> tools::ToolError {
+    let err = fail(memory, name, args.clone()).await;
+    assert_eq!(err.kind(), ToolErrorKind::InvalidArguments, "{name} {args}: {err}");
+    assert_eq!(err.field(), Some(field), "{name} {args}: {err}");
+    assert!(err.message().contains(words), "{name} {args}: {err}");
+    err
+}
+
 #[test]
 fn definitions_are_closed_json_schemas_without_scope_fields() {
     let all: Vec<_> = tools::definitions().into_iter().chain(tools::fact_definitions()).collect();
@@ -459,10 +475,7 @@ async fn bad_search_options_name_the_argument() {
         ),
     ];
     for (tool, args, field, words) in cases {
-        let err = fail(&memory, tool, args.clone()).await;
-        assert_eq!(err.kind(), ToolErrorKind::InvalidArguments, "{tool} {field}: {err}");
-        assert_eq!(err.field(), Some(field), "{tool} {args}: {err}");
-        assert!(err.message().contains(words), "{tool} {args}: {err}");
+        let err = invalid_arguments(&memory, tool, args, field, words).await;
         assert!(!err.message().contains("private-value"), "metadata values stay private: {err}");
     }
 }
@@ -602,10 +615,7 @@ async fn bad_arguments_name_the_field_and_the_limit() {
         ),
     ];
     for (tool, args, field, words) in cases {
-        let err = fail(&memory, tool, args.clone()).await;
-        assert_eq!(err.kind(), ToolErrorKind::InvalidArguments, "{tool} {field}: {err}");
-        assert_eq!(err.field(), Some(field), "{tool}: {err}");
-        assert!(err.message().contains(words), "{tool} {field}: {err}");
+        invalid_arguments(&memory, tool, args, field, words).await;
     }
     let err = fail(&memory, "memory_get", json!(["key"])).await;
     assert!(err.message().contains("must be a JSON object"), "{err}");

@@ -425,6 +425,31 @@ fn check_outcome(
     Ok(())
 }
 
+/// Whether `memory_search` with `request` finds `key` on any page, reading every page (100 at
+/// the most) by the cursors it returns; `what` names the search in failures.
+async fn search_finds(
+    memory: &ScopedMemory,
+    mut request: Value,
+    key: &Value,
+    what: &str,
+) -> Result<bool, TestCaseError> {
+    let mut found = false;
+    let mut cursor = Value::Null;
+    for _ in 0..100 {
+        request["cursor"] = cursor;
+        let page = tools::dispatch(memory, tools::MEMORY_SEARCH, &request)
+            .await
+            .map_err(|e| TestCaseError::fail(format!("{what} failed: {e}")))?;
+        let items = page["items"].as_array();
+        found |= items.is_some_and(|items| items.iter().any(|item| item["key"] == *key));
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    Ok(found)
+}
+
 /// Arguments `name` accepts, naming records that exist in every seeded scope.
 fn valid_arguments(name: &str) -> Map<String, Value> {
     let pairs: Vec<(&str, Value)> = match name {
@@ -553,46 +578,16 @@ proptest! {
                     end -= 1;
                 }
                 let query = &content[..end];
-                let mut found = false;
-                let mut cursor = Value::Null;
-                for _ in 0..100 {
-                    let page = tools::dispatch(
-                        &memory,
-                        tools::MEMORY_SEARCH,
-                        &json!({"query": query, "limit": 100, "cursor": cursor}),
-                    )
-                    .await
-                    .map_err(|e| TestCaseError::fail(format!("search after save failed: {e}")))?;
-                    found |= page["items"].as_array().is_some_and(|items| {
-                        items.iter().any(|item| item["key"] == arguments["key"])
-                    });
-                    cursor = page["next_cursor"].clone();
-                    if cursor.is_null() {
-                        break;
-                    }
-                }
-                prop_assert!(found, "a literal search for the saved content finds it");
+                let literal = json!({"query": query, "limit": 100});
+                let found = search_finds(&memory, literal, &arguments["key"], "search after save");
+                prop_assert!(found.await?, "a literal search for the saved content finds it");
                 // Every word of the content's start occurs in the content, in any case.
                 let words = query.split_whitespace().count();
                 if (1..=agent_memory::MAX_QUERY_WORDS).contains(&words) {
-                    let mut found = false;
-                    let mut cursor = Value::Null;
-                    for _ in 0..100 {
-                        let request = json!({"query": query, "match": "all_words",
-                                             "ignore_case": true, "limit": 100,
-                                             "cursor": cursor});
-                        let page = tools::dispatch(&memory, tools::MEMORY_SEARCH, &request)
-                            .await
-                            .map_err(|e| TestCaseError::fail(format!("word search failed: {e}")))?;
-                        found |= page["items"].as_array().is_some_and(|items| {
-                            items.iter().any(|item| item["key"] == arguments["key"])
-                        });
-                        cursor = page["next_cursor"].clone();
-                        if cursor.is_null() {
-                            break;
-                        }
-                    }
-                    prop_assert!(found, "a word search in any case finds the saved content");
+                    let words = json!({"query": query, "match": "all_words", "ignore_case": true,
+                                       "limit": 100});
+                    let found = search_finds(&memory, words, &arguments["key"], "word search");
+                    prop_assert!(found.await?, "a word search in any case finds the saved content");
                 }
             }
             Ok(())
