@@ -34,13 +34,13 @@ use super::pool::Conn;
 use super::statements::Statements;
 use crate::error::{MemoryError, Result};
 use crate::quota::Quotas;
+use crate::scope::MemoryScope;
 
 /// One write, owning what it binds, so that it can wait in the queue and run on another
-/// caller's connection.
+/// caller's connection. The scope's ids are shared text: queueing a write copies only its key
+/// and values.
 pub(crate) struct Write {
-    pub(crate) app: String,
-    pub(crate) user: String,
-    pub(crate) namespace: String,
+    pub(crate) scope: MemoryScope,
     pub(crate) key: String,
     pub(crate) op: Op,
 }
@@ -101,12 +101,14 @@ impl Write {
     /// only delays one of them to the next batch.
     fn slot(&self) -> u64 {
         let mut hasher = DefaultHasher::new();
-        (&self.app, &self.user, &self.namespace, &self.key).hash(&mut hasher);
+        self.identity().hash(&mut hasher);
         hasher.finish()
     }
 
+    /// Application id, user id, namespace ("" for the default) and key: the primary key.
     fn identity(&self) -> (&str, &str, &str, &str) {
-        (&self.app, &self.user, &self.namespace, &self.key)
+        let (app, user, namespace) = self.scope.columns();
+        (app, user, namespace, &self.key)
     }
 }
 
@@ -431,9 +433,9 @@ impl Writer {
     async fn shared(&self, conn: &Conn, batch: &[Pending]) -> Result<Vec<Result<Done>>> {
         let form = batch[0].write.form();
         let writes = || batch.iter().map(|p| &p.write);
-        let apps: Vec<&str> = writes().map(|w| w.app.as_str()).collect();
-        let users: Vec<&str> = writes().map(|w| w.user.as_str()).collect();
-        let namespaces: Vec<&str> = writes().map(|w| w.namespace.as_str()).collect();
+        let apps: Vec<&str> = writes().map(|w| w.scope.application_id()).collect();
+        let users: Vec<&str> = writes().map(|w| w.scope.user_id()).collect();
+        let namespaces: Vec<&str> = writes().map(|w| w.scope.namespace_or_empty()).collect();
         let keys: Vec<&str> = writes().map(|w| w.key.as_str()).collect();
         let rows = match form {
             Form::PutAlways | Form::PutCreateOnly | Form::PutExpected => {

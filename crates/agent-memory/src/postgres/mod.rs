@@ -128,13 +128,7 @@ impl PostgresMemoryStore {
 
     /// A write of `scope` and `key` for the write queue.
     fn write(&self, scope: &MemoryScope, key: &str, op: batch::Op) -> batch::Write {
-        batch::Write {
-            app: scope.application_id().to_owned(),
-            user: scope.user_id().to_owned(),
-            namespace: scope.namespace_or_empty().to_owned(),
-            key: key.to_owned(),
-            op,
-        }
+        batch::Write { scope: scope.clone(), key: key.to_owned(), op }
     }
 
     /// A connection from the started pool.
