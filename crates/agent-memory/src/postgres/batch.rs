@@ -368,47 +368,34 @@ impl Writer {
         match &write.op {
             Op::Put { condition, content, metadata, source, expires_at, bytes } => {
                 let (max_records, max_bytes) = (&self.max_records, &self.max_bytes);
-                let row = match condition {
-                    PutCondition::Always | PutCondition::CreateOnly => {
-                        let statement = if *condition == PutCondition::Always {
-                            &sql.put_always
-                        } else {
-                            &sql.put_create_only
-                        };
-                        let params: [&(dyn ToSql + Sync); 11] = [
-                            &app,
-                            &user,
-                            &ns,
-                            &key,
-                            content,
-                            metadata,
-                            source,
-                            expires_at,
-                            bytes,
-                            max_records,
-                            max_bytes,
-                        ];
-                        conn.query_opt(statement, &params).await
-                    }
-                    PutCondition::Expected(expected) => {
-                        let params: [&(dyn ToSql + Sync); 12] = [
-                            &app,
-                            &user,
-                            &ns,
-                            &key,
-                            content,
-                            metadata,
-                            source,
-                            expires_at,
-                            expected,
-                            bytes,
-                            max_records,
-                            max_bytes,
-                        ];
-                        conn.query_opt(&sql.put_expected, &params).await
-                    }
-                }
-                .map_err(|err| error::quota_exceeded(err, &self.quotas))?;
+                // Bound only by `put_expected`, whose last parameter it is.
+                let expected = match condition {
+                    PutCondition::Expected(revision) => *revision,
+                    PutCondition::Always | PutCondition::CreateOnly => 0,
+                };
+                let params: [&(dyn ToSql + Sync); 12] = [
+                    &app,
+                    &user,
+                    &ns,
+                    &key,
+                    content,
+                    metadata,
+                    source,
+                    expires_at,
+                    bytes,
+                    max_records,
+                    max_bytes,
+                    &expected,
+                ];
+                let (statement, params) = match condition {
+                    PutCondition::Always => (&sql.put_always, &params[..11]),
+                    PutCondition::CreateOnly => (&sql.put_create_only, &params[..11]),
+                    PutCondition::Expected(_) => (&sql.put_expected, &params[..]),
+                };
+                let row = conn
+                    .query_opt(statement, params)
+                    .await
+                    .map_err(|err| error::quota_exceeded(err, &self.quotas))?;
                 match row {
                     Some(row) => put_done(&row, 0),
                     None => Err(missing(write.form())),
@@ -460,43 +447,27 @@ impl Writer {
                     }
                 }
                 let (max_records, max_bytes) = (&self.max_records, &self.max_bytes);
-                if form == Form::PutExpected {
-                    let params: [&(dyn ToSql + Sync); 12] = [
-                        &apps,
-                        &users,
-                        &namespaces,
-                        &keys,
-                        &contents,
-                        &metadatas,
-                        &sources,
-                        &expiries,
-                        &expected,
-                        &sizes,
-                        max_records,
-                        max_bytes,
-                    ];
-                    conn.query(&self.sql.put_expected_batch, &params).await?
-                } else {
-                    let statement = if form == Form::PutAlways {
-                        &self.sql.put_always_batch
-                    } else {
-                        &self.sql.put_create_only_batch
-                    };
-                    let params: [&(dyn ToSql + Sync); 11] = [
-                        &apps,
-                        &users,
-                        &namespaces,
-                        &keys,
-                        &contents,
-                        &metadatas,
-                        &sources,
-                        &expiries,
-                        &sizes,
-                        max_records,
-                        max_bytes,
-                    ];
-                    conn.query(statement, &params).await?
-                }
+                let params: [&(dyn ToSql + Sync); 12] = [
+                    &apps,
+                    &users,
+                    &namespaces,
+                    &keys,
+                    &contents,
+                    &metadatas,
+                    &sources,
+                    &expiries,
+                    &sizes,
+                    max_records,
+                    max_bytes,
+                    &expected,
+                ];
+                // The expected revisions are the last parameter, bound only by their form.
+                let (statement, params) = match form {
+                    Form::PutExpected => (&self.sql.put_expected_batch, &params[..]),
+                    Form::PutAlways => (&self.sql.put_always_batch, &params[..11]),
+                    _ => (&self.sql.put_create_only_batch, &params[..11]),
+                };
+                conn.query(statement, params).await?
             }
             Form::Delete => {
                 let params: [&(dyn ToSql + Sync); 4] = [&apps, &users, &namespaces, &keys];

@@ -103,23 +103,19 @@ const JSONB: Type = Type::JSONB;
 const TIMESTAMPTZ: Type = Type::TIMESTAMPTZ;
 const INT8: Type = Type::INT8;
 const TEXTS: Type = Type::TEXT_ARRAY;
+const JSONS: Type = Type::JSONB_ARRAY;
+const TIMES: Type = Type::TIMESTAMPTZ_ARRAY;
+const INTS: Type = Type::INT8_ARRAY;
 const BOOL: Type = Type::BOOL;
 
 /// [`PUT`] with an array for each value of a record: what a batch of unconditional or
 /// `create_only` `put`s binds.
-const PUT_BATCH: [Type; 11] = [
-    TEXTS,
-    TEXTS,
-    TEXTS,
-    TEXTS,
-    TEXTS,
-    Type::JSONB_ARRAY,
-    Type::JSONB_ARRAY,
-    Type::TIMESTAMPTZ_ARRAY,
-    Type::INT8_ARRAY,
-    TEXT,
-    TEXT,
-];
+const PUT_BATCH: [Type; 11] =
+    [TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, JSONS, JSONS, TIMES, INTS, TEXT, TEXT];
+
+/// [`PUT_BATCH`], then the expected revisions (`$12`): a batch of compare-and-set `put`s.
+const PUT_EXPECTED_BATCH: [Type; 12] =
+    [TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, JSONS, JSONS, TIMES, INTS, TEXT, TEXT, INTS];
 
 /// The rows of a batch of `put`s: scope, key, then its revision and timestamps.
 const RETURNING_BATCH: &str =
@@ -128,6 +124,11 @@ const RETURNING_BATCH: &str =
 /// Scope and key, then content, metadata, source and expiry, then the record's bytes and the
 /// two quotas as text (empty for none): what an unconditional or `create_only` `put` binds.
 const PUT: [Type; 11] = [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, TEXT, TEXT];
+
+/// [`PUT`], then the expected revision (`$12`): what a compare-and-set `put` binds, so the
+/// parameters of the other two forms are its first eleven.
+const PUT_EXPECTED: [Type; 12] =
+    [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, TEXT, TEXT, INT8];
 
 /// `expires_at` is in the future, by the server's clock.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
@@ -202,33 +203,20 @@ impl Statements {
             format!("{upsert_batch} WHERE r.expires_at <= now() {RETURNING_BATCH}"),
             &PUT_BATCH,
         );
-        // $9 the expected revisions, $10 the bytes, $11 and $12 the quotas.
+        // $9 the bytes, $10 and $11 the quotas, $12 the expected revisions.
         let put_expected_batch = Statement::new(
             format!(
                 "{with} UPDATE {t} AS r SET content = i.content, metadata = i.metadata, \
                    source = i.source, expires_at = i.expires_at, revision = nextval('{seq}'), \
                    updated_at = now(), bytes = i.bytes \
-                 FROM quota, unnest({record_arrays}, $9::bigint[], $10::bigint[]) \
+                 FROM quota, unnest({record_arrays}, $12::bigint[], $9::bigint[]) \
                    WITH ORDINALITY AS i(app, user_id, namespace, key, content, metadata, \
                                         source, expires_at, expected, bytes, n) \
                  WHERE {matches} AND r.revision = i.expected AND {live} \
                    AND quota.r IS NOT NULL AND quota.b IS NOT NULL {RETURNING_BATCH}",
-                with = quotas("$11", "$12")
+                with = quotas("$10", "$11")
             ),
-            &[
-                TEXTS,
-                TEXTS,
-                TEXTS,
-                TEXTS,
-                TEXTS,
-                Type::JSONB_ARRAY,
-                Type::JSONB_ARRAY,
-                Type::TIMESTAMPTZ_ARRAY,
-                Type::INT8_ARRAY,
-                Type::INT8_ARRAY,
-                TEXT,
-                TEXT,
-            ],
+            &PUT_EXPECTED_BATCH,
         );
         let delete_batch = Statement::new(
             format!(
@@ -245,7 +233,7 @@ impl Statements {
                  WHERE {matches} AND r.revision = i.expected AND {live} \
                  RETURNING r.app, r.user_id, r.namespace, r.key"
             ),
-            &[TEXTS, TEXTS, TEXTS, TEXTS, Type::INT8_ARRAY],
+            &[TEXTS, TEXTS, TEXTS, TEXTS, INTS],
         );
         Self {
             put_always_batch,
@@ -259,19 +247,19 @@ impl Statements {
                 format!("{upsert} WHERE r.expires_at <= now() {returning}"),
                 &PUT,
             ),
-            // $9 expected revision, $10 bytes, $11 and $12 the quotas. No row (deleted,
-            // expired, or another revision) is Conflict.
+            // As `put_always`, then $12 the expected revision. No row (deleted, expired, or
+            // another revision) is Conflict.
             put_expected: Statement::new(
                 format!(
                     "{with} UPDATE {t} SET content = $5, metadata = $6, source = $7, \
                        expires_at = $8, revision = nextval('{seq}'), updated_at = now(), \
-                       bytes = $10 \
+                       bytes = $9 \
                      FROM quota \
-                     WHERE {scope} AND key = $4 AND revision = $9 AND {LIVE} \
+                     WHERE {scope} AND key = $4 AND revision = $12 AND {LIVE} \
                        AND quota.r IS NOT NULL AND quota.b IS NOT NULL {returning}",
-                    with = quotas("$11", "$12")
+                    with = quotas("$10", "$11")
                 ),
-                &[TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, INT8, TEXT, TEXT],
+                &PUT_EXPECTED,
             ),
             get: Statement::new(
                 format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE {scope} AND key = $4 AND {LIVE}"),
