@@ -58,9 +58,9 @@ impl Synchronous {
     }
 }
 
-/// Settings fixed when the store is built, checked by [`Settings::check`].
+/// Options fixed when the store is built, checked by [`Options::check`].
 #[derive(Debug, Clone)]
-pub(super) struct Settings {
+pub(super) struct Options {
     pub(super) busy_timeout: Duration,
     pub(super) synchronous: Synchronous,
     pub(super) read_only: bool,
@@ -71,7 +71,7 @@ pub(super) struct Settings {
     pub(super) mmap_bytes: u64,
 }
 
-impl Default for Settings {
+impl Default for Options {
     fn default() -> Self {
         Self {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
@@ -86,7 +86,7 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
+impl Options {
     /// Refuses a zero or out-of-range option, naming it.
     fn check(&self) -> Result<()> {
         // SQLite counts the busy timeout in whole milliseconds in a C `int`: less than one
@@ -138,7 +138,7 @@ fn at_least_one(option: &'static str, value: usize) -> Result<()> {
 pub struct SqliteMemoryStoreBuilder {
     path: PathBuf,
     clock: Arc<dyn Clock>,
-    settings: Settings,
+    options: Options,
 }
 
 impl SqliteMemoryStoreBuilder {
@@ -150,16 +150,16 @@ impl SqliteMemoryStoreBuilder {
         /// How long a write waits for another connection's write lock before failing with `Storage`
         /// (default 5 seconds; at least 1 millisecond, at most 2,147,483 seconds). URL parameter
         /// `busy_timeout`, in whole seconds.
-        busy_timeout(timeout: Duration) => settings.busy_timeout = timeout;
+        busy_timeout(timeout: Duration) => options.busy_timeout = timeout;
 
         /// How hard each commit is pushed to the disk (default [`Synchronous::Normal`]). URL
         /// parameter `synchronous=normal` or `synchronous=full`.
-        synchronous(synchronous: Synchronous) => settings.synchronous = synchronous;
+        synchronous(synchronous: Synchronous) => options.synchronous = synchronous;
 
         /// Opens the file read-only: reads work, writes return `Storage`, nothing is created. The
         /// file must already hold an agent-memory database. URL parameter `mode=ro` (and
         /// `mode=rwc`, the default, for read-write).
-        read_only(read_only: bool) => settings.read_only = read_only;
+        read_only(read_only: bool) => options.read_only = read_only;
 
         /// Whether `start` creates the file and its missing folders when the file does not exist
         /// (default true). With false, `start` on a missing file returns
@@ -167,22 +167,22 @@ impl SqliteMemoryStoreBuilder {
         /// opened for reading never leaves an empty database (and its folders) behind. URL
         /// parameter `mode=rw` (read-write, existing file only; `mode=rwc` creates it). A read-only
         /// store never creates anything either way.
-        create_if_missing(create: bool) => settings.create = create;
+        create_if_missing(create: bool) => options.create = create;
 
         /// How many reads run in parallel, each on its own connection and thread (default 4, at
         /// least 1). URL parameter `readers`.
-        readers(readers: usize) => settings.readers = readers;
+        readers(readers: usize) => options.readers = readers;
 
         /// How many bytes of the file each connection reads through a memory map rather than `read`
         /// calls (default 1 GiB, at most 2,147,418,112; 0 turns mapping off). Mapped pages save a
         /// copy per page read, but every connection that touched a page counts it in the process's
         /// resident memory: a job that reads a large file once, end to end (an export, a
         /// migration), keeps its resident memory flat with 0. URL parameter `mmap_size`.
-        mmap_size(bytes: u64) => settings.mmap_bytes = bytes;
+        mmap_size(bytes: u64) => options.mmap_bytes = bytes;
     }
 
     crate::provider::common_setters! {
-        settings.common;
+        options.common;
         search_scan_limit: "1,000", "A larger value finds sparse matches in fewer calls; a \
             smaller one keeps each call, and the reader it occupies, shorter.";
         search_scan_bytes: "";
@@ -198,17 +198,17 @@ impl SqliteMemoryStoreBuilder {
     /// `search_scan_limit`, `search_scan_bytes`, `erase_batch_size`, `mmap_size`,
     /// `max_records_per_user` or `max_bytes_per_user`) when one is zero or out of range.
     pub fn build(self) -> Result<SqliteMemoryStore> {
-        self.settings.check()?;
-        Ok(unstarted(self.path, self.clock, self.settings))
+        self.options.check()?;
+        Ok(unstarted(self.path, self.clock, self.options))
     }
 }
 
 /// A store that has not started; its settings have been checked.
-fn unstarted(path: PathBuf, clock: Arc<dyn Clock>, settings: Settings) -> SqliteMemoryStore {
+fn unstarted(path: PathBuf, clock: Arc<dyn Clock>, options: Options) -> SqliteMemoryStore {
     SqliteMemoryStore {
         path,
         clock,
-        settings,
+        options,
         pool: RwLock::new(None),
         lifecycle: tokio::sync::Mutex::new(()),
     }
@@ -218,7 +218,7 @@ impl SqliteMemoryStore {
     /// An unstarted store on the file at `path` with default options.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         // The defaults are valid (a unit test checks it), so this needs no `build()`.
-        unstarted(path.into(), Arc::new(SystemClock), Settings::default())
+        unstarted(path.into(), Arc::new(SystemClock), Options::default())
     }
 
     /// A builder for a store on the file at `path`.
@@ -226,7 +226,7 @@ impl SqliteMemoryStore {
         SqliteMemoryStoreBuilder {
             path: path.into(),
             clock: Arc::new(SystemClock),
-            settings: Settings::default(),
+            options: Options::default(),
         }
     }
 
@@ -325,7 +325,7 @@ fn builder_from_url(text: &str) -> Result<SqliteMemoryStoreBuilder> {
     if let Some(bytes) = params.take_parsed("mmap_size")? {
         builder = builder.mmap_size(bytes);
     }
-    builder.settings.common.take_params(&mut params)?;
+    builder.options.common.take_params(&mut params)?;
     params.finish()?;
     Ok(builder)
 }
@@ -369,15 +369,15 @@ impl fmt::Debug for SqliteMemoryStoreBuilder {
         f.debug_struct("SqliteMemoryStoreBuilder")
             .field("path", &self.path)
             .field("clock", &self.clock)
-            .field("busy_timeout", &self.settings.busy_timeout)
-            .field("synchronous", &self.settings.synchronous)
-            .field("read_only", &self.settings.read_only)
-            .field("readers", &self.settings.readers)
-            .field("search_scan_limit", &self.settings.common.search_scan_limit)
-            .field("search_scan_bytes", &self.settings.common.search_scan_bytes)
-            .field("erase_batch_size", &self.settings.common.erase_batch_size)
-            .field("mmap_size", &self.settings.mmap_bytes)
-            .field("quotas", &self.settings.common.quotas)
+            .field("busy_timeout", &self.options.busy_timeout)
+            .field("synchronous", &self.options.synchronous)
+            .field("read_only", &self.options.read_only)
+            .field("readers", &self.options.readers)
+            .field("search_scan_limit", &self.options.common.search_scan_limit)
+            .field("search_scan_bytes", &self.options.common.search_scan_bytes)
+            .field("erase_batch_size", &self.options.common.erase_batch_size)
+            .field("mmap_size", &self.options.mmap_bytes)
+            .field("quotas", &self.options.common.quotas)
             .finish_non_exhaustive()
     }
 }
@@ -387,7 +387,7 @@ impl fmt::Debug for SqliteMemoryStore {
         let started = self.pool.read().unwrap_or_else(PoisonError::into_inner).is_some();
         f.debug_struct("SqliteMemoryStore")
             .field("path", &self.path)
-            .field("read_only", &self.settings.read_only)
+            .field("read_only", &self.options.read_only)
             .field("started", &started)
             .finish_non_exhaustive()
     }
@@ -399,8 +399,8 @@ mod tests {
 
     use super::*;
 
-    fn settings(url: &str) -> Settings {
-        SqliteMemoryStore::from_url(url).unwrap_or_else(|err| panic!("{url}: {err}")).settings
+    fn options(url: &str) -> Options {
+        SqliteMemoryStore::from_url(url).unwrap_or_else(|err| panic!("{url}: {err}")).options
     }
 
     fn invalid_field(result: Result<SqliteMemoryStore>) -> (&'static str, String) {
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn the_defaults_are_valid_and_as_documented() {
-        let defaults = Settings::default();
+        let defaults = Options::default();
         defaults.check().expect("the defaults pass the builder's checks");
         assert_eq!(defaults.busy_timeout, Duration::from_secs(5));
         assert_eq!(defaults.synchronous, Synchronous::Normal);
@@ -423,31 +423,31 @@ mod tests {
         assert_eq!(defaults.common.search_scan_bytes, 1_048_576);
         assert_eq!(defaults.common.erase_batch_size, 1_000);
         assert_eq!(defaults.mmap_bytes, 1 << 30);
-        let url = settings("sqlite:m.db");
+        let url = options("sqlite:m.db");
         assert_eq!(format!("{url:?}"), format!("{defaults:?}"), "no parameter, no change");
     }
 
     #[test]
     fn each_url_parameter_sets_its_option() {
-        assert!(settings("sqlite:m.db?mode=ro").read_only);
-        assert!(!settings("sqlite:m.db?mode=rwc").read_only);
-        assert!(settings("sqlite:m.db?mode=rwc").create && settings("sqlite:m.db").create);
-        let existing_only = settings("sqlite:m.db?mode=rw");
+        assert!(options("sqlite:m.db?mode=ro").read_only);
+        assert!(!options("sqlite:m.db?mode=rwc").read_only);
+        assert!(options("sqlite:m.db?mode=rwc").create && options("sqlite:m.db").create);
+        let existing_only = options("sqlite:m.db?mode=rw");
         assert!(!existing_only.read_only && !existing_only.create);
-        assert_eq!(settings("sqlite:m.db?synchronous=full").synchronous, Synchronous::Full);
-        assert_eq!(settings("sqlite:m.db?synchronous=normal").synchronous, Synchronous::Normal);
-        assert_eq!(settings("sqlite:m.db?readers=2").readers, 2);
-        assert_eq!(settings("sqlite:m.db?busy_timeout=30").busy_timeout, Duration::from_secs(30));
-        assert_eq!(settings("sqlite:m.db?search_scan_limit=50").common.search_scan_limit, 50);
-        assert_eq!(settings("sqlite:m.db?search_scan_bytes=4096").common.search_scan_bytes, 4_096);
-        assert_eq!(settings("sqlite:m.db?erase_batch_size=10").common.erase_batch_size, 10);
-        assert_eq!(settings("sqlite:m.db?mmap_size=0").mmap_bytes, 0);
-        assert_eq!(settings("sqlite:m.db?mmap_size=65536").mmap_bytes, 65_536);
+        assert_eq!(options("sqlite:m.db?synchronous=full").synchronous, Synchronous::Full);
+        assert_eq!(options("sqlite:m.db?synchronous=normal").synchronous, Synchronous::Normal);
+        assert_eq!(options("sqlite:m.db?readers=2").readers, 2);
+        assert_eq!(options("sqlite:m.db?busy_timeout=30").busy_timeout, Duration::from_secs(30));
+        assert_eq!(options("sqlite:m.db?search_scan_limit=50").common.search_scan_limit, 50);
+        assert_eq!(options("sqlite:m.db?search_scan_bytes=4096").common.search_scan_bytes, 4_096);
+        assert_eq!(options("sqlite:m.db?erase_batch_size=10").common.erase_batch_size, 10);
+        assert_eq!(options("sqlite:m.db?mmap_size=0").mmap_bytes, 0);
+        assert_eq!(options("sqlite:m.db?mmap_size=65536").mmap_bytes, 65_536);
         assert_eq!(
-            settings("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").common.quotas,
+            options("sqlite:m.db?max_records_per_user=5&max_bytes_per_user=900").common.quotas,
             crate::quota::Quotas::default().max_records_per_user(5).max_bytes_per_user(900)
         );
-        let all = settings(
+        let all = options(
             "sqlite:m.db?mode=ro&synchronous=full&readers=1&busy_timeout=1\
              &search_scan_limit=7&erase_batch_size=3",
         );

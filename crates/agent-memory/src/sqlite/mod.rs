@@ -15,7 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use rusqlite::Connection;
 
-use self::config::Settings;
+use self::config::Options;
 pub use self::config::{SqliteMemoryStoreBuilder, Synchronous};
 use self::error::{detected, PROVIDER};
 use self::pool::{off_runtime, Pool};
@@ -41,7 +41,7 @@ use crate::write::MemoryWrite;
 pub struct SqliteMemoryStore {
     path: PathBuf,
     clock: Arc<dyn Clock>,
-    settings: Settings,
+    options: Options,
     pool: RwLock<Option<Arc<Pool>>>,
     lifecycle: tokio::sync::Mutex<()>,
 }
@@ -54,17 +54,17 @@ impl SqliteMemoryStore {
 
     /// True when the store was built read-only.
     pub fn is_read_only(&self) -> bool {
-        self.settings.read_only
+        self.options.read_only
     }
 
     /// The budget of one `search` or filtered `list` call.
     fn scan_budget(&self) -> SearchScan {
-        self.settings.common.search_scan()
+        self.options.common.search_scan()
     }
 
     /// [`erase_batch_size`](SqliteMemoryStoreBuilder::erase_batch_size) as a count of rows.
     fn erase_batch_size(&self) -> u64 {
-        u64::try_from(self.settings.common.erase_batch_size).unwrap_or(u64::MAX)
+        u64::try_from(self.options.common.erase_batch_size).unwrap_or(u64::MAX)
     }
 
     fn pool(&self) -> Result<Arc<Pool>> {
@@ -93,7 +93,7 @@ impl SqliteMemoryStore {
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
         let pool = self.pool()?;
-        if self.settings.read_only {
+        if self.options.read_only {
             return Err(detected("the store was opened read-only"));
         }
         let reply = pool.write(f)?;
@@ -109,7 +109,7 @@ impl SqliteMemoryStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        if self.settings.read_only {
+        if self.options.read_only {
             return Err(detected("the store was opened read-only"));
         }
         match self.pool()?.write_here(f) {
@@ -155,11 +155,11 @@ impl crate::observe::Backend for SqliteMemoryStore {
             return Ok(());
         }
         let path = self.path.clone();
-        let settings = self.settings.clone();
+        let options = self.options.clone();
         let pool = off_runtime(move || {
-            if settings.read_only {
+            if options.read_only {
                 // Opening read-only creates nothing.
-            } else if settings.create {
+            } else if options.create {
                 files::create_private(&path)?;
             } else if !path.exists() {
                 return Err(MemoryError::invalid(
@@ -167,7 +167,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
                     "names no database file, and this store opens existing files only (mode=rw)",
                 ));
             }
-            Pool::open(&path, &settings)
+            Pool::open(&path, &options)
         })
         .await?;
         *self.pool.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(pool));
@@ -197,7 +197,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
         let now = self.clock.now();
         write.validate(key, now)?;
         let (scope, key, parts) = (scope.clone(), key.to_owned(), WriteParts::from(write));
-        let quotas = self.settings.common.quotas;
+        let quotas = self.options.common.quotas;
         self.writing_one(move |conn| statements::put(conn, &scope, &key, parts, now, &quotas)).await
     }
 
@@ -272,7 +272,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
     }
 
     async fn delete_all(&self, scope: &MemoryScope) -> Result<u64> {
-        let size = self.settings.common.erase_batch_size;
+        let size = self.options.common.erase_batch_size;
         let mut removed = 0;
         loop {
             let scope = scope.clone();
@@ -291,7 +291,7 @@ impl crate::observe::Backend for SqliteMemoryStore {
 
     async fn delete_user(&self, application_id: &str, user_id: &str) -> Result<u64> {
         validation::user(application_id, user_id)?;
-        let size = self.settings.common.erase_batch_size;
+        let size = self.options.common.erase_batch_size;
         let mut removed = 0;
         loop {
             let (app, user) = (application_id.to_owned(), user_id.to_owned());

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::config::Settings;
+use super::config::Options;
 use super::error::{detected, storage};
 use crate::error::Result;
 use crate::record::{Metadata, Source};
@@ -134,11 +134,11 @@ pub(super) enum Role {
 /// Opens one connection and applies the per-connection settings. Touches nothing on disk
 /// beyond what opening a SQLite file does (it creates an absent file only for a writable
 /// writer).
-pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Connection> {
+pub(super) fn connect(path: &Path, options: &Options, role: Role) -> Result<Connection> {
     // No SQLITE_OPEN_URI: the path is always a plain file name, never parsed as a URI.
     let access = match role {
-        _ if settings.read_only => OpenFlags::SQLITE_OPEN_READ_ONLY,
-        Role::Writer if settings.create => {
+        _ if options.read_only => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        Role::Writer if options.create => {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
         }
         Role::Writer => OpenFlags::SQLITE_OPEN_READ_WRITE,
@@ -147,7 +147,7 @@ pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Co
     };
     let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(storage("opening the database file failed"))?;
-    conn.busy_timeout(settings.busy_timeout)
+    conn.busy_timeout(options.busy_timeout)
         .map_err(storage("configuring the connection failed"))?;
     conn.set_prepared_statement_cache_capacity(32);
     // Plans never depend on bound values (every query is a primary-key seek or range), so
@@ -155,13 +155,13 @@ pub(super) fn connect(path: &Path, settings: &Settings, role: Role) -> Result<Co
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
         .map_err(storage("configuring the connection failed"))?;
     // Per-connection settings only: none of these writes to the file.
-    let synchronous = settings.synchronous.pragma();
+    let synchronous = options.synchronous.pragma();
     let pragmas = format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA cache_size = -{}; PRAGMA mmap_size = {};",
-        settings.cache_kib, settings.mmap_bytes
+        options.cache_kib, options.mmap_bytes
     );
     conn.execute_batch(&pragmas).map_err(storage("configuring the connection failed"))?;
-    if role == Role::Writer && !settings.read_only {
+    if role == Role::Writer && !options.read_only {
         // Erased records are overwritten with zeros, not just unlinked: after `delete_user` the
         // user's content is gone from the database file, not merely unreachable.
         conn.execute_batch("PRAGMA secure_delete = ON")
@@ -202,10 +202,10 @@ fn inspect(conn: &Connection) -> Result<Found> {
 /// Makes sure the file behind the writer connection holds this release's schema: creates it in
 /// an empty file, checks it in an existing one. Nothing is written to a file that is not empty
 /// and not ours, so a foreign or corrupt file is left exactly as it was.
-pub(super) fn prepare(conn: &mut Connection, settings: &Settings) -> Result<()> {
+pub(super) fn prepare(conn: &mut Connection, options: &Options) -> Result<()> {
     match inspect(conn)? {
         Found::Foreign => Err(foreign()),
-        Found::Ours(1) if !settings.read_only => {
+        Found::Ours(1) if !options.read_only => {
             ensure_wal(conn)?;
             upgrade(conn)
         }
@@ -214,12 +214,12 @@ pub(super) fn prepare(conn: &mut Connection, settings: &Settings) -> Result<()> 
         }
         Found::Ours(version) => {
             check(conn, version)?;
-            if !settings.read_only {
+            if !options.read_only {
                 ensure_wal(conn)?;
             }
             Ok(())
         }
-        Found::Empty if settings.read_only => {
+        Found::Empty if options.read_only => {
             Err(detected("the file holds no agent-memory database and the store is read-only"))
         }
         Found::Empty => {

@@ -69,7 +69,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::config::{Settings, Synchronous};
+use super::config::{Options, Synchronous};
 use super::error::{background, detected, storage, PROVIDER};
 use super::schema::{self, Role};
 use crate::error::{MemoryError, Result};
@@ -107,17 +107,17 @@ type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 impl Pool {
     /// Opens the writer, creates or checks the schema, opens the readers, and starts one
     /// thread per connection. Blocks.
-    pub(super) fn open(path: &Path, settings: &Settings) -> Result<Self> {
-        let mut writer = schema::connect(path, settings, Role::Writer)?;
-        schema::prepare(&mut writer, settings)?;
-        let checkpointer = if settings.read_only {
+    pub(super) fn open(path: &Path, options: &Options) -> Result<Self> {
+        let mut writer = schema::connect(path, options, Role::Writer)?;
+        schema::prepare(&mut writer, options)?;
+        let checkpointer = if options.read_only {
             None
         } else {
-            Some(schema::connect(path, settings, Role::Checkpointer)?)
+            Some(schema::connect(path, options, Role::Checkpointer)?)
         };
         let connections = Arc::new(
-            (0..settings.readers)
-                .map(|_| schema::connect(path, settings, Role::Reader).map(Mutex::new))
+            (0..options.readers)
+                .map(|_| schema::connect(path, options, Role::Reader).map(Mutex::new))
                 .collect::<Result<Vec<_>>>()?,
         );
 
@@ -158,8 +158,8 @@ impl Pool {
         Ok(Self {
             writer: Some(write_tx),
             writer_conn,
-            write_here: !settings.read_only && settings.synchronous == Synchronous::Normal,
-            busy_timeout: settings.busy_timeout,
+            write_here: !options.read_only && options.synchronous == Synchronous::Normal,
+            busy_timeout: options.busy_timeout,
             waiting,
             connections,
             readers: read_txs,
