@@ -1,11 +1,13 @@
 //! The dispatchers: parse a model's tool call into its typed call, run it, and return its JSON
 //! result or the model-facing error.
 
+use std::future::Future;
+
 use serde_json::{json, Value};
 
 use super::call::{self, FactToolCall, KeyToolCall};
-use super::definitions::{FACT_TOOLS, KEY_TOOLS};
-use super::error::{ToolError, FACT_FIELD_NAMES, KEY_FIELD_NAMES};
+use super::definitions::{Tool, FACT_TOOLS, KEY_TOOLS};
+use super::error::{FieldNames, ToolError, FACT_FIELD_NAMES, KEY_FIELD_NAMES};
 use super::results::{fact_json, page_json, record_json, ToolOptions, DATA_NOTE};
 use crate::error::MemoryError;
 use crate::facts::Facts;
@@ -54,13 +56,7 @@ pub async fn dispatch_with(
     arguments: &Value,
     options: &ToolOptions,
 ) -> Result<Value, ToolError> {
-    observe::tool_call(observe::tool_span(name), async {
-        let (tool, call) = call::parse(&*KEY_TOOLS, name, arguments)?;
-        call.run(memory, options)
-            .await
-            .map_err(|err| ToolError::from_memory(err, tool, KEY_FIELD_NAMES))
-    })
-    .await
+    run_call(&*KEY_TOOLS, KEY_FIELD_NAMES, name, arguments, |call| call.run(memory, options)).await
 }
 
 /// Runs one call of a fact tool (from [`fact_definitions`](super::fact_definitions())) against
@@ -102,10 +98,24 @@ pub async fn dispatch_facts(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, ToolError> {
+    run_call(&*FACT_TOOLS, FACT_FIELD_NAMES, name, arguments, |call| call.run(facts, scope)).await
+}
+
+/// Parses a call of one of `tools`, runs it, and words a failure for the model in the names
+/// `fields` gives, all inside the tool call's span.
+async fn run_call<C, F>(
+    tools: &[Tool<C>],
+    fields: FieldNames,
+    name: &str,
+    arguments: &Value,
+    run: impl FnOnce(C) -> F,
+) -> Result<Value, ToolError>
+where
+    F: Future<Output = Result<Value, MemoryError>>,
+{
     observe::tool_call(observe::tool_span(name), async {
-        let (tool, call) = call::parse(&*FACT_TOOLS, name, arguments)?;
-        let run = call.run(facts, scope).await;
-        run.map_err(|err| ToolError::from_memory(err, tool, FACT_FIELD_NAMES))
+        let (tool, call) = call::parse(tools, name, arguments)?;
+        run(call).await.map_err(|err| ToolError::from_memory(err, tool, fields))
     })
     .await
 }
