@@ -3,8 +3,9 @@
 //! "now" as a parameter so expiry follows the store's clock.
 //!
 //! The writing functions (`put`, `delete`, the erase batches, `purge_expired`) run on the
-//! writer thread inside its open `BEGIN IMMEDIATE` transaction (see [`super::pool`]): they
-//! neither begin nor commit, and a failure they return rolls back everything they did.
+//! writer's connection inside an open `BEGIN IMMEDIATE` transaction, the writer thread's or a
+//! lone write's own (see [`super::pool`]): they neither begin nor commit, and a failure they
+//! return rolls back everything they did.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
