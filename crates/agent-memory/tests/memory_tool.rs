@@ -6,6 +6,7 @@
 //! (`memory_tool_reference.rs`); the texts asserted here are the ones that test cannot reach.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,8 +68,22 @@ async fn records(memory: &ScopedMemory) -> BTreeMap<String, String> {
     }
 }
 
+/// A started SQLite store on the file at `path`.
+async fn started_on(path: &Path) -> Arc<SqliteMemoryStore> {
+    let store = Arc::new(SqliteMemoryStore::new(path));
+    store.start().await.unwrap();
+    store
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap()
+}
+
+/// Runs `test` on a multi-threaded runtime with the path of a database file called `name` in a
+/// fresh folder, removed afterwards.
+fn on_file<F: std::future::Future<Output = ()>>(name: &str, test: impl FnOnce(PathBuf) -> F) {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(test(dir.path().join(name)));
 }
 
 #[tokio::test]
@@ -282,17 +297,13 @@ async fn large_directories_are_deleted_and_renamed_in_bounded_calls() {
 #[test]
 fn an_interrupted_directory_rename_is_finished_by_the_same_rename() {
     const FILES: usize = 600;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memories.db");
-    runtime().block_on(async {
-        let first = Arc::new(SqliteMemoryStore::new(&path));
-        first.start().await.unwrap();
+    on_file("memories.db", |path| async move {
+        let first = started_on(&path).await;
         let memory = ScopedMemory::new(first.clone(), scope());
         for i in 0..FILES {
             memory.put(&format!("src/f{i:04}"), format!("content {i}")).await.unwrap();
         }
-        let watcher = SqliteMemoryStore::new(&path);
-        watcher.start().await.unwrap();
+        let watcher = started_on(&path).await;
         let rename =
             json!({"command": "rename", "old_path": "/memories/src", "new_path": "/memories/dst"});
         let running = tokio::spawn({
@@ -312,8 +323,7 @@ fn an_interrupted_directory_rename_is_finished_by_the_same_rename() {
         let err = outcome.expect_err("the rename was cut short before it finished");
         assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
 
-        let second = Arc::new(SqliteMemoryStore::new(&path));
-        second.start().await.unwrap();
+        let second = started_on(&path).await;
         let memory = ScopedMemory::new(second.clone(), scope());
         assert_eq!(
             ok(&memory, rename).await,
@@ -392,10 +402,8 @@ fn sixteen_tasks_inserting_into_one_file_lose_no_line_in_memory() {
 
 #[test]
 fn sixteen_tasks_inserting_into_one_file_lose_no_line_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    runtime().block_on(async {
-        let store = Arc::new(SqliteMemoryStore::new(dir.path().join("race.db")));
-        store.start().await.unwrap();
+    on_file("race.db", |path| async move {
+        let store = started_on(&path).await;
         sixteen_tasks_insert_lines(ScopedMemory::new(store.clone(), scope())).await;
         store.close().await.unwrap();
     });
@@ -406,14 +414,8 @@ fn sixteen_tasks_inserting_into_one_file_lose_no_line_on_sqlite() {
 #[test]
 fn replicas_racing_str_replace_lose_no_edit() {
     const TOKENS: usize = 24;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("replicas.db");
-    runtime().block_on(async {
-        let stores =
-            [Arc::new(SqliteMemoryStore::new(&path)), Arc::new(SqliteMemoryStore::new(&path))];
-        for store in &stores {
-            store.start().await.unwrap();
-        }
+    on_file("replicas.db", |path| async move {
+        let stores = [started_on(&path).await, started_on(&path).await];
         let memories: Vec<ScopedMemory> = stores
             .iter()
             .map(|s| ScopedMemory::new(s.clone() as Arc<dyn MemoryStore>, scope()))

@@ -291,6 +291,11 @@ fn page_keys(page: &Value) -> Vec<&str> {
     page["items"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect()
 }
 
+/// The keys of the first page `tool` returns for `args`, joined with commas.
+async fn first_page_keys(memory: &ScopedMemory, tool: &str, args: Value) -> String {
+    page_keys(&call(memory, tool, args).await).join(",")
+}
+
 /// Follows a tool's cursors with `arguments` on every page; the keys found.
 async fn every_page(memory: &ScopedMemory, tool: &str, arguments: Value) -> Vec<String> {
     let mut keys = Vec::new();
@@ -327,10 +332,7 @@ async fn preferences(user: &str) -> ScopedMemory {
 #[tokio::test]
 async fn search_matches_words_in_any_case_when_asked() {
     let memory = preferences("words").await;
-    let search = |args: Value| {
-        let memory = &memory;
-        async move { page_keys(&call(memory, "memory_search", args).await).join(",") }
-    };
+    let search = |args: Value| first_page_keys(&memory, "memory_search", args);
     // The defaults are unchanged: one phrase, case-sensitive.
     assert_eq!(search(json!({"query": "berlin warehouse"})).await, "");
     assert_eq!(search(json!({"query": "Berlin warehouse"})).await, "warehouse");
@@ -363,10 +365,7 @@ async fn search_matches_words_in_any_case_when_asked() {
 #[tokio::test]
 async fn list_and_search_select_by_metadata() {
     let memory = preferences("meta").await;
-    let list = |args: Value| {
-        let memory = &memory;
-        async move { page_keys(&call(memory, "memory_list", args).await).join(",") }
-    };
+    let list = |args: Value| first_page_keys(&memory, "memory_list", args);
     assert_eq!(list(json!({})).await, "ticket,units,warehouse,weight");
     assert_eq!(list(json!({"metadata": {}})).await, "ticket,units,warehouse,weight");
     assert_eq!(list(json!({"metadata": {"category": "preferences"}})).await, "units,warehouse");

@@ -8,18 +8,34 @@ use super::support::{
     put_expiring,
 };
 use crate::conformance::Harness;
-use crate::record::{Revision, Source};
+use crate::record::{MemoryRecord, Revision, Source};
+use crate::scope::MemoryScope;
 use crate::write::MemoryWrite;
+
+/// Writes `content` over `previous` on condition of its revision, panicking with `what` on an
+/// error.
+async fn replace(
+    h: &Harness,
+    scope: &MemoryScope,
+    previous: &MemoryRecord,
+    content: &str,
+    what: &str,
+) -> MemoryRecord {
+    let write = MemoryWrite::new(content).expected_revision(previous.revision.clone());
+    h.store().put(scope, &previous.key, write).await.expect(what)
+}
+
+/// Writes `content` at "k" with `create_only`, panicking with `what` on an error.
+async fn create(h: &Harness, scope: &MemoryScope, content: &str, what: &str) -> MemoryRecord {
+    h.store().put(scope, "k", MemoryWrite::new(content).create_only()).await.expect(what)
+}
 
 /// A write with the live record's revision replaces it and gets a new revision.
 pub async fn expected_revision_replaces_live_record(h: Harness) {
     let scope = h.scope("user-1");
     let first = put(h.store(), &scope, "k", "one").await;
-    let second = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("two").expected_revision(first.revision.clone()))
-        .await
-        .expect("a write with the live revision must succeed");
+    let second =
+        replace(&h, &scope, &first, "two", "a write with the live revision must succeed").await;
     assert_eq!(second.content, "two");
     assert_ne!(second.revision, first.revision, "a conditional write must get a new revision");
     assert_eq!(second.created_at, first.created_at, "a conditional replace keeps created_at");
@@ -28,11 +44,7 @@ pub async fn expected_revision_replaces_live_record(h: Harness) {
         Some(second.clone()),
         "get shows the new version"
     );
-    let third = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("three").expected_revision(second.revision.clone()))
-        .await
-        .expect("chaining revisions must work");
+    let third = replace(&h, &scope, &second, "three", "chaining revisions must work").await;
     assert_eq!(third.content, "three");
 }
 
@@ -113,19 +125,12 @@ pub async fn expected_revision_conflicts_when_key_never_existed(h: Harness) {
 /// `create_only` writes a key that has no live record.
 pub async fn create_only_writes_absent_key(h: Harness) {
     let scope = h.scope("user-1");
-    let record = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("first").create_only())
-        .await
-        .expect("create_only on an absent key must succeed");
+    let record = create(&h, &scope, "first", "create_only on an absent key must succeed").await;
     assert_eq!(record.created_at, record.updated_at, "a created record is new");
     assert_eq!(get(h.store(), &scope, "k").await, Some(record));
     // A deleted key is absent again.
     assert!(h.store().delete(&scope, "k", None).await.expect("delete"));
-    h.store()
-        .put(&scope, "k", MemoryWrite::new("second").create_only())
-        .await
-        .expect("create_only after delete must succeed");
+    create(&h, &scope, "second", "create_only after delete must succeed").await;
 }
 
 /// `create_only` on a live key is a `Conflict` and changes nothing.
@@ -149,11 +154,8 @@ pub async fn create_only_succeeds_over_expired_key(h: Harness) {
     let scope = h.scope("user-1");
     let old = put_expiring(&h, &scope, "k", "old").await;
     h.wait_for_expiry().await;
-    let new = h
-        .store()
-        .put(&scope, "k", MemoryWrite::new("new").create_only())
-        .await
-        .expect("create_only over an expired record must succeed: expired records are absent");
+    let what = "create_only over an expired record must succeed: expired records are absent";
+    let new = create(&h, &scope, "new", what).await;
     assert_ne!(new.revision, old.revision, "the new record needs a new revision");
     assert!(new.created_at > old.created_at, "the new record gets a fresh created_at");
     assert_eq!(new.created_at, new.updated_at, "a record replacing an expired one is new");

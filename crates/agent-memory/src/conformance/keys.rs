@@ -8,16 +8,14 @@ use crate::scope::MemoryScope;
 use crate::store::MemoryStore;
 use crate::validation::MAX_CONTENT_BYTES;
 
-/// Every key of `scope` under `prefix` with its size, following `list_keys` cursors (each
-/// request carrying the prefix) until `next_cursor` is `None`.
+/// Every key of `scope` that `list_keys` returns for `request` (its prefix), with its size,
+/// following cursors (each request carrying the prefix) until `next_cursor` is `None`.
 async fn list_keys_all(
     store: &dyn MemoryStore,
     scope: &MemoryScope,
-    prefix: &str,
-    limit: usize,
+    request: PageRequest,
 ) -> Vec<KeyInfo> {
-    let what = format!("list_keys(prefix {prefix:?}, limit {limit})");
-    drain_items(&what, PageRequest::new(limit).prefix(prefix), |page| {
+    drain_items("list_keys", request, |page| {
         let result = store.list_keys(scope, page);
         async move { result.await.map(|page| (page.items, page.next_cursor)) }
     })
@@ -55,7 +53,8 @@ pub async fn list_keys_returns_the_keys_of_list_with_content_sizes(h: Harness) {
                 })
                 .collect();
         for limit in [1, 2, 3, 100] {
-            let listed = list_keys_all(h.store(), &scope, prefix, limit).await;
+            let listed =
+                list_keys_all(h.store(), &scope, PageRequest::new(limit).prefix(prefix)).await;
             assert_eq!(
                 listed, expected,
                 "list_keys with prefix {prefix:?} and limit {limit} must return each key of \
@@ -70,10 +69,10 @@ pub async fn list_keys_skips_expired_records(h: Harness) {
     let scope = h.scope("user-1");
     put(h.store(), &scope, "k/live", "live").await;
     put_expiring(&h, &scope, "k/expiring", "soon gone").await;
-    let before = list_keys_all(h.store(), &scope, "k/", 1).await;
+    let before = list_keys_all(h.store(), &scope, PageRequest::new(1).prefix("k/")).await;
     assert_eq!(before, [KeyInfo::new("k/expiring", 9), KeyInfo::new("k/live", 4)]);
     h.wait_for_expiry().await;
-    let after = list_keys_all(h.store(), &scope, "k/", 1).await;
+    let after = list_keys_all(h.store(), &scope, PageRequest::new(1).prefix("k/")).await;
     assert_eq!(after, [KeyInfo::new("k/live", 4)], "an expired record is not listed");
 }
 

@@ -2,7 +2,7 @@
 //! across page boundaries, with cursors bound to their prefix.
 
 use super::support::{
-    byte_sorted, expect_invalid, keys, list_all, list_prefix_all, put, put_expiring,
+    byte_sorted, expect_invalid, keys, list_all, list_request_all, put, put_expiring,
 };
 use crate::conformance::Harness;
 use crate::page::PageRequest;
@@ -28,7 +28,8 @@ async fn check_prefixes(
         let expected =
             byte_sorted(keys_written.iter().copied().filter(|key| key.starts_with(prefix)));
         for limit in LIMITS {
-            let listed = list_prefix_all(h.store(), scope, prefix, limit).await;
+            let listed =
+                list_request_all(h.store(), scope, PageRequest::new(limit).prefix(*prefix)).await;
             assert_eq!(
                 keys(&listed),
                 expected,
@@ -193,7 +194,7 @@ pub async fn empty_prefix_lists_every_key(h: Harness) {
     }
     for limit in [1, 2, 100] {
         let all = list_all(h.store(), &scope, limit).await;
-        let empty = list_prefix_all(h.store(), &scope, "", limit).await;
+        let empty = list_request_all(h.store(), &scope, PageRequest::new(limit).prefix("")).await;
         assert_eq!(keys(&empty), keys(&all), "prefix \"\" with limit {limit} lists every key");
         assert_eq!(all.len(), 6, "limit {limit}");
     }
@@ -279,10 +280,10 @@ pub async fn list_prefix_stays_inside_its_scope_and_skips_expired(h: Harness) {
     let other_app = MemoryScope::new(format!("{}-other", h.app()), "user-1").expect("valid ids");
     put(h.store(), &other_app, "n/other-app", "x").await;
     put_expiring(&h, &scope, "n/expiring", "x").await;
-    let before = list_prefix_all(h.store(), &scope, "n/", 1).await;
+    let before = list_request_all(h.store(), &scope, PageRequest::new(1).prefix("n/")).await;
     assert_eq!(keys(&before), ["n/expiring", "n/live"], "only this scope's keys");
     h.wait_for_expiry().await;
-    let after = list_prefix_all(h.store(), &scope, "n/", 1).await;
+    let after = list_request_all(h.store(), &scope, PageRequest::new(1).prefix("n/")).await;
     assert_eq!(keys(&after), ["n/live"], "an expired record is invisible to a prefixed list");
     h.store().delete_user(other_app.application_id(), "user-1").await.expect("clean up");
 }

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::support::{
-    expect_found, expect_invalid, keys, list_request_all, put, put_each, search_all,
+    expect_found, expect_invalid, keys, list_request_all, put, put_each, put_write, search_all,
     search_request_all, SearchCases,
 };
 use crate::conformance::Harness;
@@ -14,10 +14,7 @@ use crate::write::MemoryWrite;
 
 /// Writes `content` with `metadata` at `key`, panicking on an error.
 async fn put_meta(h: &Harness, scope: &crate::MemoryScope, key: &str, content: &str, meta: Value) {
-    h.store()
-        .put(scope, key, MemoryWrite::new(content).metadata(meta))
-        .await
-        .unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"));
+    put_write(h.store(), scope, key, MemoryWrite::new(content).metadata(meta)).await;
 }
 
 /// The keys `search` finds for `query` with `request`'s options.

@@ -26,20 +26,7 @@ pub(crate) async fn list_all(
     scope: &MemoryScope,
     limit: usize,
 ) -> Vec<MemoryRecord> {
-    let what = format!("list(limit {limit})");
-    drain(&what, limit, |page| store.list(scope, page)).await
-}
-
-/// Every live record of `scope` whose key starts with `prefix`, following `list` cursors (each
-/// request carrying the prefix) until `next_cursor` is `None`.
-pub(crate) async fn list_prefix_all(
-    store: &dyn MemoryStore,
-    scope: &MemoryScope,
-    prefix: &str,
-    limit: usize,
-) -> Vec<MemoryRecord> {
-    let what = format!("list(prefix {prefix:?}, limit {limit})");
-    drain(&what, limit, |page| store.list(scope, page.prefix(prefix))).await
+    list_request_all(store, scope, PageRequest::new(limit)).await
 }
 
 /// Every live record of `scope` whose content contains `query`, following `search` cursors
@@ -50,8 +37,7 @@ pub(crate) async fn search_all(
     query: &str,
     limit: usize,
 ) -> Vec<MemoryRecord> {
-    let what = format!("search({query:?}, limit {limit})");
-    drain(&what, limit, |page| store.search(scope, query, page)).await
+    search_request_all(store, scope, query, PageRequest::new(limit)).await
 }
 
 /// Every live record of `scope` that `search` matches with the options of `request` (its
@@ -62,7 +48,7 @@ pub(crate) async fn search_request_all(
     query: &str,
     request: PageRequest,
 ) -> Vec<MemoryRecord> {
-    let what = format!("search({query:?}, {:?}, {:?})", request.matching, request.case);
+    let what = format!("search({query:?})");
     drain_from(&what, request, |page| store.search(scope, query, page)).await
 }
 
@@ -98,21 +84,12 @@ pub(crate) async fn list_request_all(
     scope: &MemoryScope,
     request: PageRequest,
 ) -> Vec<MemoryRecord> {
-    let what = format!("list(filter of {} fields)", request.metadata.len());
-    drain_from(&what, request, |page| store.list(scope, page)).await
+    drain_from("list", request, |page| store.list(scope, page)).await
 }
 
-/// Follows the cursors of one paged read (`what` names it in failures) until `next_cursor` is
-/// `None`, checking that no page exceeds `limit`.
-async fn drain<F, Fut>(what: &str, limit: usize, fetch: F) -> Vec<MemoryRecord>
-where
-    F: FnMut(PageRequest) -> Fut,
-    Fut: std::future::Future<Output = Result<MemoryPage>>,
-{
-    drain_from(what, PageRequest::new(limit), fetch).await
-}
-
-/// [`drain`] from the first page of `request`, every later page carrying its options.
+/// Follows the `list` or `search` cursors of one paged read (`what` and the request name it in
+/// failures) from the first page of `request`, every later page carrying its options, until
+/// `next_cursor` is `None`.
 async fn drain_from<F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<MemoryRecord>
 where
     F: FnMut(PageRequest) -> Fut,
@@ -125,15 +102,16 @@ where
     .await
 }
 
-/// Follows the cursors of one paged read (`what` names it in failures) from `request` until
-/// `next_cursor` is `None`, checking that no page holds more than the request's limit; `fetch`
-/// gives a page's items and its next cursor.
+/// Follows the cursors of one paged read (`what` and the first request name it in failures)
+/// from `request` until `next_cursor` is `None`, checking that no page holds more than the
+/// request's limit; `fetch` gives a page's items and its next cursor.
 pub(crate) async fn drain_items<T, F, Fut>(what: &str, request: PageRequest, mut fetch: F) -> Vec<T>
 where
     F: FnMut(PageRequest) -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<Cursor>)>>,
 {
     let limit = request.limit;
+    let what = format!("{what} from {request:?}");
     let mut all = Vec::new();
     let mut page = request;
     for _ in 0..MAX_PAGES {
@@ -157,8 +135,7 @@ pub(crate) async fn namespaces_all(
     user_id: &str,
     limit: usize,
 ) -> Vec<Option<String>> {
-    let what = format!("list_namespaces(limit {limit})");
-    let scopes = drain_items(&what, PageRequest::new(limit), |page| {
+    let scopes = drain_items("list_namespaces", PageRequest::new(limit), |page| {
         let result = store.list_namespaces(application_id, user_id, page);
         async move { result.await.map(|page| (page.items, page.next_cursor)) }
     })
@@ -182,8 +159,7 @@ pub(crate) async fn users_all(
     application_id: &str,
     limit: usize,
 ) -> Vec<String> {
-    let what = format!("list_users(limit {limit})");
-    drain_items(&what, PageRequest::new(limit), |page| {
+    drain_items("list_users", PageRequest::new(limit), |page| {
         let result = store.list_users(application_id, page);
         async move { result.await.map(|page| (page.items, page.next_cursor)) }
     })
@@ -403,10 +379,7 @@ pub(crate) async fn put_expiring(
     key: &str,
     content: &str,
 ) -> MemoryRecord {
-    h.store()
-        .put(scope, key, MemoryWrite::new(content).expires_at(h.soon()))
-        .await
-        .unwrap_or_else(|e| panic!("put({key:?}) with expiry failed: {e:?}"))
+    put_write(h.store(), scope, key, MemoryWrite::new(content).expires_at(h.soon())).await
 }
 
 /// Reads `key`, panicking on an error.
@@ -425,10 +398,17 @@ pub(crate) async fn put(
     key: &str,
     content: &str,
 ) -> MemoryRecord {
-    store
-        .put(scope, key, MemoryWrite::new(content))
-        .await
-        .unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
+    put_write(store, scope, key, MemoryWrite::new(content)).await
+}
+
+/// Writes `write` at `key`, panicking on an error.
+pub(crate) async fn put_write(
+    store: &dyn MemoryStore,
+    scope: &MemoryScope,
+    key: &str,
+    write: MemoryWrite,
+) -> MemoryRecord {
+    store.put(scope, key, write).await.unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
 }
 
 /// Writes "kept" at `key` with metadata and a source, so that a later comparison covers every
@@ -441,7 +421,7 @@ pub(crate) async fn put_every_field(
     let write = MemoryWrite::new("kept")
         .metadata(serde_json::json!({"a": 1}))
         .source(Source::default().agent("a"));
-    store.put(scope, key, write).await.unwrap_or_else(|e| panic!("put({key:?}) failed: {e:?}"))
+    put_write(store, scope, key, write).await
 }
 
 /// Writes each `(key, content)` of `records` unconditionally, in order, panicking on an error.
