@@ -9,7 +9,7 @@ use std::time::Instant;
 use agent_memory::postgres::{PostgresMemoryStore, WriteBatches};
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite};
 
-use crate::ceiling::{self, CeilingOptions, CeilingResult, Session};
+use crate::ceiling::{self, CeilingOptions, CeilingResult, Level, Session};
 use crate::report::{push_json, CeilingRecord, PhaseRecord, Report, RunId, RunRecord};
 use crate::runner::{self, BulkStats, PhaseStats};
 use crate::target;
@@ -400,6 +400,7 @@ impl<'a> ProviderBench<'a> {
         ));
         // The ceiling's data goes in next to the preload, so one settle covers both.
         let options = &self.config.ceiling_options;
+        let level = Level { concurrency: c, options, log };
         let mut session = None;
         if self.config.ceiling && extra_records.is_none() {
             match Session::prepare(self.provider, self.url, options, log).await {
@@ -457,7 +458,7 @@ impl<'a> ProviderBench<'a> {
                 record.checks_ok &= counted.total == expected;
             }
             if let (Some(s), Some(test)) = (session.as_mut(), ceiling_test) {
-                match s.run(test, c, options, log).await {
+                match s.run(test, level).await {
                     Ok(mut result) => {
                         result.after_phase = Some(phase.name().to_owned());
                         record.ceiling_test = Some(test.to_owned());
@@ -476,7 +477,7 @@ impl<'a> ProviderBench<'a> {
                 let batch = mean_batch.map_or(1, whole_batch);
                 let pg = s.postgres().filter(|_| ceiling::BATCHED_TESTS.contains(&test));
                 let batched = match pg {
-                    Some(pg) => Some(pg.run_batched(test, c, batch, options, log).await),
+                    Some(pg) => Some(pg.run_batched(test, batch, level).await),
                     None => None,
                 };
                 match batched {
@@ -501,7 +502,7 @@ impl<'a> ProviderBench<'a> {
         }
         if let Some(mut s) = session {
             for test in s.context_tests() {
-                match s.run(test, c, options, log).await {
+                match s.run(test, level).await {
                     Ok(result) => ceilings.push(result),
                     Err(err) => {
                         notes.push(format!("{} C={c} ceiling {test}: {err}", self.provider))
@@ -594,7 +595,7 @@ impl<'a> ProviderBench<'a> {
                 let ns = NAMESPACES[rem / SCALE_KEYS_PER_NS];
                 let k = rem % SCALE_KEYS_PER_NS;
                 let scope = MemoryScope::new(APP, scale_user_id(m))?.with_namespace(ns)?;
-                let n = workload::CONTENT_BASE_SCALE + u64::try_from(r).unwrap_or(0);
+                let n = workload::Contents::Scale.index(u64::try_from(r).unwrap_or(0));
                 let write = MemoryWrite::new(workload::content(n))
                     .metadata(serde_json::json!({ "category": ns, "n": n }));
                 store.put(&scope, &format!("x{k:04}"), write).await.map(|_| 1)

@@ -31,16 +31,33 @@ pub const CONTENT_MIN_BYTES: usize = 200;
 /// Page size of the `list` and `search` phases.
 pub const LIST_LIMIT: usize = 20;
 
-/// Content indices: preload `0..20,000`, `put_new` `20,000 + j`, `put_update` `40,000 + j` (the
-/// reference's choices), then ours: `put_cas` `60,000 + j` and the scale mode's records from
-/// `1,000,000` on, so no two phases ever write the same text.
-pub const CONTENT_BASE_PUT_NEW: u64 = 20_000;
-/// See [`CONTENT_BASE_PUT_NEW`].
-pub const CONTENT_BASE_PUT_UPDATE: u64 = 40_000;
-/// See [`CONTENT_BASE_PUT_NEW`].
-pub const CONTENT_BASE_PUT_CAS: u64 = 60_000;
-/// See [`CONTENT_BASE_PUT_NEW`].
-pub const CONTENT_BASE_SCALE: u64 = 1_000_000;
+/// Who writes which content indices, beyond the preload's `0..20,000`: `put_new` `20,000 + j`,
+/// `put_update` `40,000 + j` (the reference's choices), then ours: `put_cas` `60,000 + j` and the
+/// scale mode's records from `1,000,000` on, so no two phases ever write the same text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// The `put_new` phase.
+    PutNew,
+    /// The `put_update` phase.
+    PutUpdate,
+    /// The `put_cas` phase.
+    PutCas,
+    /// The scale mode's records of other users.
+    Scale,
+}
+
+impl Contents {
+    /// The content index of the `j`-th record this writer writes.
+    pub fn index(self, j: u64) -> u64 {
+        let first = match self {
+            Contents::PutNew => 20_000,
+            Contents::PutUpdate => 40_000,
+            Contents::PutCas => 60_000,
+            Contents::Scale => 1_000_000,
+        };
+        first + j
+    }
+}
 
 /// The 32 words content is made of; none contains either half of [`PHRASE`].
 pub const WORDS: [&str; 32] = [
@@ -404,7 +421,7 @@ pub fn ops(phase: Phase, n: usize, n_put_new: usize) -> Vec<Op> {
         Phase::PutNew => (0..n)
             .map(|j| {
                 let (u, ns) = draw_scope(&mut rng);
-                Op::put(u, ns, format!("n{j:05}"), CONTENT_BASE_PUT_NEW + to_u64(j))
+                Op::put(u, ns, format!("n{j:05}"), Contents::PutNew.index(to_u64(j)))
             })
             .collect(),
         Phase::Get => (0..n)
@@ -416,7 +433,7 @@ pub fn ops(phase: Phase, n: usize, n_put_new: usize) -> Vec<Op> {
         Phase::PutUpdate => (0..n)
             .map(|j| {
                 let (u, ns, key) = draw_existing(&mut rng);
-                Op::put(u, ns, key, CONTENT_BASE_PUT_UPDATE + to_u64(j))
+                Op::put(u, ns, key, Contents::PutUpdate.index(to_u64(j)))
             })
             .collect(),
         Phase::List => (0..n)
@@ -434,7 +451,7 @@ pub fn ops(phase: Phase, n: usize, n_put_new: usize) -> Vec<Op> {
                     user: u,
                     ns,
                     key,
-                    content_index: CONTENT_BASE_PUT_CAS + to_u64(j),
+                    content_index: Contents::PutCas.index(to_u64(j)),
                 }
             })
             .collect(),

@@ -14,6 +14,8 @@
 //! SQLite runs the provider's statements on bare rusqlite connections, one per client thread
 //! ([`sqlite`]).
 
+use std::fmt;
+
 use serde::Serialize;
 
 use crate::target::pg_admin_url;
@@ -115,6 +117,24 @@ impl Default for CeilingOptions {
     }
 }
 
+/// What every ceiling test at one concurrency level runs with: the clients, the settings, and
+/// where progress is logged.
+#[derive(Clone, Copy)]
+pub struct Level<'a> {
+    /// Clients (`-c`), as many as the library phase has callers.
+    pub concurrency: usize,
+    /// The ceiling's settings.
+    pub options: &'a CeilingOptions,
+    /// Where progress lines go.
+    pub log: &'a (dyn Fn(&str) + Sync),
+}
+
+impl fmt::Debug for Level<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Level").field("concurrency", &self.concurrency).finish_non_exhaustive()
+    }
+}
+
 /// A ceiling prepared on one server for one concurrency level: tests run one at a time, each
 /// right after the library phase it is compared with, so drift in the machine's load (or in
 /// the disk's flush latency) hits both sides of a ratio alike.
@@ -185,21 +205,16 @@ impl Session {
         }
     }
 
-    /// Runs one test at `concurrency` clients.
+    /// Runs one test at the level's clients.
     ///
     /// # Errors
     /// When the tool cannot run or rejects the test.
-    pub async fn run(
-        &mut self,
-        test: &str,
-        concurrency: usize,
-        options: &CeilingOptions,
-        log: &(dyn Fn(&str) + Sync),
-    ) -> Result<CeilingResult, Error> {
+    pub async fn run(&mut self, test: &str, level: Level<'_>) -> Result<CeilingResult, Error> {
         match self {
-            Session::Postgres(pg) => pg.run(test, concurrency, options, log).await,
-            Session::Redis(r) => r.run(test, concurrency, options, log).await,
+            Session::Postgres(pg) => pg.run(test, level).await,
+            Session::Redis(r) => r.run(test, level).await,
             Session::Sqlite(s) => {
+                let Level { concurrency, options, log } = level;
                 log(&format!(
                     "ceiling: rusqlite {test} on {concurrency} threads for {}s",
                     options.pg_seconds

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::path::Path;
 
 use super::batched::{self, BatchedSql};
-use super::{CeilingOptions, CeilingResult, Error};
+use super::{CeilingResult, Error, Level};
 use crate::target::pg_admin_url;
 use crate::workload;
 
@@ -239,10 +239,9 @@ impl PgSession {
     pub(super) async fn run(
         &mut self,
         test: &str,
-        concurrency: usize,
-        options: &CeilingOptions,
-        log: &(dyn Fn(&str) + Sync),
+        level: Level<'_>,
     ) -> Result<CeilingResult, Error> {
+        let Level { concurrency, options, log } = level;
         let path = self.scripts.path().join(format!("{test}.sql"));
         if !path.exists() {
             return Err(format!("no pgbench script for {test}"));
@@ -273,7 +272,7 @@ impl PgSession {
 
 impl PgSession {
     /// Runs the batched ceiling of `test`, one of [`BATCHED_TESTS`](super::BATCHED_TESTS):
-    /// the provider's own coalesced statement, beside a library phase at `concurrency` callers
+    /// the provider's own coalesced statement, beside a library phase at the level's callers
     /// whose writes went out in statements of `batch`. As many writes are in flight:
     /// `concurrency / batch` pgbench clients (rounded, at least one) each sending statements
     /// of `batch` writes. Its `ops_per_s` counts writes: pgbench's statements per second
@@ -285,11 +284,10 @@ impl PgSession {
     pub async fn run_batched(
         &mut self,
         test: &str,
-        concurrency: usize,
         batch: usize,
-        options: &CeilingOptions,
-        log: &(dyn Fn(&str) + Sync),
+        level: Level<'_>,
     ) -> Result<CeilingResult, Error> {
+        let Level { concurrency, options, log } = level;
         let sql = self.batched.as_ref().ok_or("the batched ceiling was not prepared")?;
         let script = batched::script(sql, test, batch)?;
         let path = self.scripts.path().join(format!("{test}_batched.sql"));

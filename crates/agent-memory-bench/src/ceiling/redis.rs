@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{CeilingOptions, CeilingResult, Error};
+use super::{CeilingResult, Error, Level};
 use crate::target::{redis_admin_url, redis_benchmark_flags, redis_tls_files, RedisTlsFiles};
 use crate::workload;
 
@@ -244,10 +244,9 @@ impl RedisSession {
     pub(super) async fn run(
         &mut self,
         test: &str,
-        concurrency: usize,
-        options: &CeilingOptions,
-        log: &(dyn Fn(&str) + Sync),
+        level: Level<'_>,
     ) -> Result<CeilingResult, Error> {
+        let Level { concurrency, options, log } = level;
         let value = workload::content(1);
         let rand = |kind: &str| format!("{REDIS_PREFIX}{kind}:__rand_int__");
         let command: Vec<String> = match test {

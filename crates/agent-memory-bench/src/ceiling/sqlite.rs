@@ -267,7 +267,7 @@ impl SqliteSession {
                 std::thread::spawn(move || -> Result<Vec<u64>, Error> {
                     let mut latencies = Vec::new();
                     let mut rng = workload::SplitMix64::new(7 + t as u64);
-                    let content = workload::content(workload::CONTENT_BASE_PUT_UPDATE);
+                    let content = workload::content(workload::Contents::PutUpdate.index(0));
                     while started.elapsed() < budget && !stop.load(Ordering::Relaxed) {
                         let n = workload::N_PRELOAD as u64;
                         let op_start = Instant::now();
