@@ -15,7 +15,8 @@ use agent_memory::{
     Timestamp,
 };
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use cookie::{Cookie, SameSite};
@@ -176,6 +177,18 @@ fn session(review: &Review, headers: &HeaderMap) -> Result<Session, Response> {
 }
 
 /// The session of a POST that came from the page itself and carries its CSRF token.
+/// The signed-in session of a GET route, read before the handler runs; a request without one
+/// is answered with the page [`session`] gives instead.
+pub struct SignedIn(Session);
+
+impl FromRequestParts<Arc<Review>> for SignedIn {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, review: &Arc<Review>) -> Result<Self, Response> {
+        session(review, &parts.headers).map(SignedIn)
+    }
+}
+
 fn post_session(review: &Review, headers: &HeaderMap, form: &Params) -> Result<Session, Response> {
     if !guard::same_origin(headers) {
         count("refused_cross_origin");
@@ -278,10 +291,9 @@ pub async fn open(State(review): State<Arc<Review>>, RawQuery(query): RawQuery) 
 /// `GET /review/?ns=…&q=…&after=…&trail=…`: one page of a namespace, or of a search in it.
 pub async fn index(
     State(review): State<Arc<Review>>,
-    headers: HeaderMap,
+    SignedIn(session): SignedIn,
     RawQuery(query): RawQuery,
 ) -> Answer {
-    let session = session(&review, &headers)?;
     let markup = list_page(&review, &session, &query_params(query)).await?;
     Ok(html(StatusCode::OK, &markup))
 }
@@ -414,10 +426,9 @@ async fn search(
 /// `GET /review/edit?ns=…&key=…`: the edit form, carrying the record's revision.
 pub async fn edit_form(
     State(review): State<Arc<Review>>,
-    headers: HeaderMap,
+    SignedIn(session): SignedIn,
     RawQuery(query): RawQuery,
 ) -> Answer {
-    let session = session(&review, &headers)?;
     let params = query_params(query);
     let namespace = params.get("ns").cloned().unwrap_or_default();
     let key = params.get("key").cloned().unwrap_or_default();
@@ -508,15 +519,13 @@ pub async fn delete(State(review): State<Arc<Review>>, headers: HeaderMap, body:
 }
 
 /// `GET /review/download`: every record of the person, as the CLI's export writes them.
-pub async fn download(State(review): State<Arc<Review>>, headers: HeaderMap) -> Answer {
-    let session = session(&review, &headers)?;
+pub async fn download(State(review): State<Arc<Review>>, SignedIn(session): SignedIn) -> Answer {
     count("download");
     Ok(super::download::response(Arc::clone(&review.store), review.app.clone(), session.user_id))
 }
 
 /// `GET /review/erase`: the confirmation step.
-pub async fn erase_form(State(review): State<Arc<Review>>, headers: HeaderMap) -> Answer {
-    let session = session(&review, &headers)?;
+pub async fn erase_form(SignedIn(session): SignedIn) -> Answer {
     Ok(html(StatusCode::OK, &pages::erase_form(&session.csrf, None)))
 }
 
