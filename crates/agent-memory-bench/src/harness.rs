@@ -10,7 +10,10 @@ use agent_memory::postgres::{PostgresMemoryStore, WriteBatches};
 use agent_memory::{MemoryScope, MemoryStore, MemoryWrite};
 
 use crate::ceiling::{self, CeilingOptions, CeilingResult, Level, Session};
-use crate::report::{push_json, CeilingRecord, PhaseRecord, Report, RunId, RunRecord};
+use crate::report::{
+    push_json, BatchedCompared, CeilingRecord, Compared, Counted, PhaseRecord, Report, RunId,
+    RunRecord, ScaleRecord,
+};
 use crate::runner::{self, BulkStats, PhaseStats};
 use crate::target;
 use crate::workload::{self, Counts, Phase, APP, NAMESPACES};
@@ -341,8 +344,11 @@ impl<'a> ProviderBench<'a> {
                     .iter()
                     .find(|s| s.run.concurrency == c && s.phase == p.phase)
                     .map(|s| s.p50_us);
-                p.standard_p50_us = base;
-                p.p50_growth = base.filter(|&b| b > 0.0).map(|b| p.p50_us / b);
+                let p50_us = p.p50_us;
+                if let Some(scale) = &mut p.scale {
+                    scale.standard_p50_us = base;
+                    scale.p50_growth = base.filter(|&b| b > 0.0).map(|b| p50_us / b);
+                }
             }
             let mut lines = String::new();
             push_json(&mut lines, &run);
@@ -453,18 +459,20 @@ impl<'a> ProviderBench<'a> {
                     .await
                     .ok("counting records")?;
                 let expected = u64::try_from(counts.records_after_delete()).unwrap_or(0);
-                record.records_after = Some(counted.total);
-                record.records_expected = Some(expected);
+                record.counted =
+                    Some(Counted { records_after: counted.total, records_expected: expected });
                 record.checks_ok &= counted.total == expected;
             }
             if let (Some(s), Some(test)) = (session.as_mut(), ceiling_test) {
                 match s.run(test, level).await {
                     Ok(mut result) => {
                         result.after_phase = Some(phase.name().to_owned());
-                        record.ceiling_test = Some(test.to_owned());
-                        record.ceiling_ops_per_s = Some(result.ops_per_s);
-                        record.ratio =
-                            (result.ops_per_s > 0.0).then(|| record.ops_per_s / result.ops_per_s);
+                        record.ceiling = Some(Compared {
+                            ceiling_test: test.to_owned(),
+                            ceiling_ops_per_s: result.ops_per_s,
+                            ratio: (result.ops_per_s > 0.0)
+                                .then(|| record.ops_per_s / result.ops_per_s),
+                        });
                         ceilings.push(result);
                     }
                     Err(err) => {
@@ -483,9 +491,11 @@ impl<'a> ProviderBench<'a> {
                 match batched {
                     Some(Ok(mut result)) => {
                         result.after_phase = Some(phase.name().to_owned());
-                        record.batched_ceiling_ops_per_s = Some(result.ops_per_s);
-                        record.batched_ratio =
-                            (result.ops_per_s > 0.0).then(|| record.ops_per_s / result.ops_per_s);
+                        record.batched = Some(BatchedCompared {
+                            batched_ceiling_ops_per_s: result.ops_per_s,
+                            batched_ratio: (result.ops_per_s > 0.0)
+                                .then(|| record.ops_per_s / result.ops_per_s),
+                        });
                         ceilings.push(result);
                     }
                     Some(Err(err)) => {
@@ -564,18 +574,16 @@ impl<'a> ProviderBench<'a> {
             misses: stats.misses,
             conflicts: stats.conflicts,
             avg_items,
-            records_after: None,
-            records_expected: None,
+            counted: None,
             checks_ok: stats.errors == 0 && misses_ok,
-            ceiling_test: None,
-            ceiling_ops_per_s: None,
-            ratio: None,
+            ceiling: None,
             mean_batch: None,
-            batched_ceiling_ops_per_s: None,
-            batched_ratio: None,
-            extra_records,
-            standard_p50_us: None,
-            p50_growth: None,
+            batched: None,
+            scale: extra_records.map(|extra_records| ScaleRecord {
+                extra_records,
+                standard_p50_us: None,
+                p50_growth: None,
+            }),
         }
     }
 

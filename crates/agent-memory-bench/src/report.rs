@@ -60,41 +60,74 @@ pub struct PhaseRecord {
     /// Mean rows per page for `list` and `search`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub avg_items: Option<f64>,
-    /// Live benchmark records counted after `delete`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub records_after: Option<u64>,
-    /// `20,000 + put_new - delete`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub records_expected: Option<u64>,
+    /// The records counted after `delete`.
+    #[serde(flatten)]
+    pub counted: Option<Counted>,
     /// The phase's expected-state checks held (no errors; no `get` or `delete` misses; the
     /// record count after `delete`).
     pub checks_ok: bool,
-    /// The ceiling test this phase is compared with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ceiling_test: Option<String>,
-    /// The ceiling's ops/s at the same concurrency, measured in the same run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ceiling_ops_per_s: Option<f64>,
-    /// `ops_per_s / ceiling_ops_per_s`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ratio: Option<f64>,
+    /// The ceiling this phase is compared with, when one was measured.
+    #[serde(flatten)]
+    pub ceiling: Option<Compared>,
     /// Writes per statement the library formed in this phase (PostgreSQL's write queue).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_batch: Option<f64>,
+    /// The batched ceiling, when one was measured.
+    #[serde(flatten)]
+    pub batched: Option<BatchedCompared>,
+    /// What the scale mode adds.
+    #[serde(flatten)]
+    pub scale: Option<ScaleRecord>,
+}
+
+impl PhaseRecord {
+    /// Records held by other users during the phase (0 outside scale mode).
+    pub fn extra_records(&self) -> usize {
+        self.scale.as_ref().map_or(0, |s| s.extra_records)
+    }
+}
+
+/// The live benchmark records counted after `delete`, and how many there should be.
+#[derive(Debug, Clone, Serialize)]
+pub struct Counted {
+    /// Live benchmark records counted after `delete`.
+    pub records_after: u64,
+    /// `20,000 + put_new - delete`.
+    pub records_expected: u64,
+}
+
+/// A phase beside its ceiling.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// The ceiling test this phase is compared with.
+    pub ceiling_test: String,
+    /// The ceiling's ops/s at the same concurrency, measured in the same run.
+    pub ceiling_ops_per_s: f64,
+    /// `ops_per_s / ceiling_ops_per_s`, when the ceiling did any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+}
+
+/// A phase beside its batched ceiling.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchedCompared {
     /// The batched ceiling's writes/s: the provider's coalesced statement with
     /// `mean_batch` writes, run by pgbench at the same concurrency.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub batched_ceiling_ops_per_s: Option<f64>,
-    /// `ops_per_s / batched_ceiling_ops_per_s`.
+    pub batched_ceiling_ops_per_s: f64,
+    /// `ops_per_s / batched_ceiling_ops_per_s`, when the batched ceiling did any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batched_ratio: Option<f64>,
-    /// Records held by other users during the phase (scale mode).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub extra_records: Option<usize>,
-    /// The same phase's p50 in the standard run of this invocation (scale mode).
+}
+
+/// What a phase of the scale mode reports besides the standard fields.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleRecord {
+    /// Records held by other users during the phase.
+    pub extra_records: usize,
+    /// The same phase's p50 in the standard run of this invocation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standard_p50_us: Option<f64>,
-    /// `p50_us / standard_p50_us` (scale mode; the target is at most 1.3).
+    /// `p50_us / standard_p50_us` (the target is at most 1.3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p50_growth: Option<f64>,
 }
@@ -190,7 +223,7 @@ impl Report {
                 })
                 .collect();
             let pool = rows.first().map(|p| p.run.pool.as_str()).unwrap_or("");
-            let extra = rows.first().and_then(|p| p.extra_records).unwrap_or(0);
+            let extra = rows.first().map_or(0, |p| p.extra_records());
             let label = match mode {
                 "smoke" => "SMOKE RUN, NOT A BENCHMARK".to_owned(),
                 "smoke-scale" => {
@@ -224,15 +257,15 @@ impl Report {
                     num(p.p50_us),
                     num(p.p99_us),
                     check,
-                    opt(p.ceiling_ops_per_s, num),
-                    opt(p.ratio, |r| format!("{:.0}%", r * 100.0)),
+                    opt(p.ceiling.as_ref().map(|c| c.ceiling_ops_per_s), num),
+                    opt(p.ceiling.as_ref().and_then(|c| c.ratio), |r| format!("{:.0}%", r * 100.0)),
                 );
                 if scale {
                     let _ = write!(
                         line,
                         " {:>9} {:>8}",
-                        opt(p.standard_p50_us, num),
-                        opt(p.p50_growth, |g| format!("{g:.2}x"))
+                        opt(p.scale.as_ref().and_then(|s| s.standard_p50_us), num),
+                        opt(p.scale.as_ref().and_then(|s| s.p50_growth), |g| format!("{g:.2}x"))
                     );
                 }
                 let mut extras = Vec::new();
@@ -251,11 +284,13 @@ impl Report {
                 if let Some(batch) = p.mean_batch {
                     extras.push(format!("{batch:.1} writes/statement"));
                 }
-                if let Some(ratio) = p.batched_ratio {
+                if let Some(ratio) = p.batched.as_ref().and_then(|b| b.batched_ratio) {
                     extras.push(format!("{:.0}% of the batched ceiling", ratio * 100.0));
                 }
-                if let (Some(a), Some(e)) = (p.records_after, p.records_expected) {
-                    extras.push(format!("{a} records left (expected {e})"));
+                if let Some(Counted { records_after, records_expected }) = &p.counted {
+                    extras.push(format!(
+                        "{records_after} records left (expected {records_expected})"
+                    ));
                 }
                 if !extras.is_empty() {
                     let _ = write!(line, "  {}", extras.join(", "));
@@ -323,21 +358,23 @@ impl Report {
                     ("redis", "get" | "put_new" | "put_update") => Some(0.70),
                     _ => None,
                 };
-                if let (Some(goal), Some(ratio)) = (goal, p.ratio) {
+                let compared = p.ceiling.as_ref().and_then(|c| Some((c.ratio?, &c.ceiling_test)));
+                if let (Some(goal), Some((ratio, test))) = (goal, compared) {
                     out.push(format!(
                         "{} {} C=16 {}: {:.0}% of the {} ceiling (goal {:.0}%)",
                         verdict(ratio >= goal),
                         p.run.provider,
                         p.phase,
                         ratio * 100.0,
-                        p.ceiling_test.as_deref().unwrap_or("?"),
+                        test,
                         goal * 100.0
                     ));
                 }
             }
-            if let (true, Some(ratio)) =
-                (p.run.mode == "standard" && p.run.concurrency == 16, p.batched_ratio)
-            {
+            if let (true, Some(ratio)) = (
+                p.run.mode == "standard" && p.run.concurrency == 16,
+                p.batched.as_ref().and_then(|b| b.batched_ratio),
+            ) {
                 out.push(format!(
                     "{} {} C=16 {}: {:.0}% of the batched ceiling (goal 80%)",
                     verdict(ratio >= 0.8),
@@ -358,14 +395,14 @@ impl Report {
                 ));
             }
             if p.run.mode == "scale" {
-                if let Some(growth) = p.p50_growth {
+                if let Some(growth) = p.scale.as_ref().and_then(|s| s.p50_growth) {
                     out.push(format!(
                         "{} {} C={} {} p50 with {} extra records: {:.2}x the standard run (goal ≤ 1.30x)",
                         verdict(growth <= 1.3),
                         p.run.provider,
                         p.run.concurrency,
                         p.phase,
-                        p.extra_records.unwrap_or(0),
+                        p.extra_records(),
                         growth
                     ));
                 }
