@@ -130,6 +130,10 @@ const PUT: [Type; 11] = [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ
 const PUT_EXPECTED: [Type; 12] =
     [TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TIMESTAMPTZ, INT8, TEXT, TEXT, INT8];
 
+/// The columns an upsert inserts, in the order of its values.
+const INSERT_COLUMNS: &str = "(app, user_id, namespace, key, content, metadata, source, \
+                              revision, created_at, updated_at, expires_at, bytes)";
+
 /// `expires_at` is in the future, by the server's clock.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
 
@@ -153,19 +157,20 @@ impl Statements {
                    set_config('{MAX_BYTES_SETTING}', {bytes}, true) AS b) "
             )
         };
+        // What an upsert sets when the key exists: everything but `created_at`, which a live
+        // record keeps (an expired one is replaced as new).
+        let replace = "ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
+             content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
+             source = EXCLUDED.source, revision = EXCLUDED.revision, \
+             created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
+                               ELSE r.created_at END, \
+             updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, \
+             bytes = EXCLUDED.bytes";
         let upsert = format!(
-            "{with} INSERT INTO {t} AS r \
-               (app, user_id, namespace, key, content, metadata, source, revision, \
-                created_at, updated_at, expires_at, bytes) \
+            "{with} INSERT INTO {t} AS r {INSERT_COLUMNS} \
              SELECT $1, $2, $3, $4, $5, $6, $7, nextval('{seq}'), now(), now(), $8, $9 \
              FROM quota WHERE quota.r IS NOT NULL AND quota.b IS NOT NULL \
-             ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
-               content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
-               source = EXCLUDED.source, revision = EXCLUDED.revision, \
-               created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
-                                 ELSE r.created_at END, \
-               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, \
-               bytes = EXCLUDED.bytes",
+             {replace}",
             with = quotas("$10", "$11")
         );
         let returning = "RETURNING revision, created_at, updated_at";
@@ -176,22 +181,14 @@ impl Statements {
         let record_arrays = "$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
                              $6::jsonb[], $7::jsonb[], $8::timestamptz[]";
         let upsert_batch = format!(
-            "{with} INSERT INTO {t} AS r \
-               (app, user_id, namespace, key, content, metadata, source, revision, \
-                created_at, updated_at, expires_at, bytes) \
+            "{with} INSERT INTO {t} AS r {INSERT_COLUMNS} \
              SELECT i.app, i.user_id, i.namespace, i.key, i.content, i.metadata, i.source, \
                     nextval('{seq}'), now(), now(), i.expires_at, i.bytes \
              FROM quota, unnest({record_arrays}, $9::bigint[]) WITH ORDINALITY \
                AS i(app, user_id, namespace, key, content, metadata, source, expires_at, \
                     bytes, n) \
              WHERE quota.r IS NOT NULL AND quota.b IS NOT NULL ORDER BY i.n \
-             ON CONFLICT (app, user_id, namespace, key) DO UPDATE SET \
-               content = EXCLUDED.content, metadata = EXCLUDED.metadata, \
-               source = EXCLUDED.source, revision = EXCLUDED.revision, \
-               created_at = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at \
-                                 ELSE r.created_at END, \
-               updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, \
-               bytes = EXCLUDED.bytes",
+             {replace}",
             with = quotas("$10", "$11")
         );
         let matches = "r.app = i.app AND r.user_id = i.user_id AND r.namespace = i.namespace \
