@@ -56,12 +56,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import json
 import math
 import time
 from datetime import datetime, timezone
 from typing import (
+    TYPE_CHECKING,
     Any,
+    Awaitable,
     Callable,
     Iterable,
     List,
@@ -70,6 +73,7 @@ from typing import (
     NamedTuple,
     Optional,
     Tuple,
+    TypeVar,
     Union,
 )
 
@@ -117,6 +121,12 @@ __all__ = [
 # Where the adapter keeps an item's TTL (minutes) in the record's metadata, for refreshes.
 _TTL_FIELD = "langgraph_ttl_minutes"
 
+if TYPE_CHECKING:
+    from typing_extensions import Concatenate, ParamSpec
+
+    _P = ParamSpec("_P")
+_T = TypeVar("_T")
+
 
 class AgentMemoryItem(Item):
     """LangGraph's ``Item`` plus the record's ``revision`` (for ``expected_revision=``)."""
@@ -144,6 +154,26 @@ class _ConditionalPut(NamedTuple):
     op: PutOp
     expected_revision: Optional[str]
     create_only: bool
+
+
+def _sync_form(
+    coroutine_method: Callable[Concatenate[AgentMemoryStore, _P], Awaitable[_T]],
+    doc: Optional[str] = None,
+) -> Callable[Concatenate[AgentMemoryStore, _P], _T]:
+    """The sync form of an ``AgentMemoryStore`` coroutine method named ``a<name>``: method
+    ``<name>``, with the same signature, running the instance's ``a<name>`` on the adapter's
+    private loop; documented by ``doc`` (or as the sync form of ``a<name>``)."""
+    async_name = coroutine_method.__name__
+    name = async_name[1:]
+
+    def method(self: AgentMemoryStore, *args: Any, **kwargs: Any) -> _T:
+        return self._loop.run(getattr(self, async_name)(*args, **kwargs))
+
+    method.__name__ = name
+    method.__qualname__ = f"AgentMemoryStore.{name}"
+    method.__doc__ = doc or f"The sync form of ``{async_name}``."
+    method.__signature__ = inspect.signature(coroutine_method)  # type: ignore[attr-defined]
+    return method
 
 
 class AgentMemoryStore(BaseStore):
@@ -299,32 +329,6 @@ class AgentMemoryStore(BaseStore):
             results.append(await self._execute(op, scope))
         return results
 
-    def put(  # type: ignore[override]
-        self,
-        namespace: Tuple[str, ...],
-        key: str,
-        value: Optional[Mapping[str, Any]],
-        index: Union[Literal[False], List[str], None] = None,
-        *,
-        ttl: Union[float, None, NotProvided] = NOT_PROVIDED,
-        expected_revision: Optional[str] = None,
-        create_only: bool = False,
-    ) -> None:
-        """LangGraph's ``put`` (``index`` changes nothing), plus ``expected_revision`` (write
-        only over that revision) and ``create_only`` (only when the key is free); either
-        raises ``MemoryConflictError`` otherwise."""
-        self._loop.run(
-            self.aput(
-                namespace,
-                key,
-                value,  # type: ignore[arg-type]
-                index,
-                ttl=ttl,
-                expected_revision=expected_revision,
-                create_only=create_only,
-            )
-        )
-
     async def aput(  # type: ignore[override]
         self,
         namespace: Tuple[str, ...],
@@ -343,6 +347,13 @@ class AgentMemoryStore(BaseStore):
         else:
             await self.abatch([_ConditionalPut(op, expected_revision, create_only)])  # type: ignore[list-item]
 
+    put = _sync_form(  # type: ignore[assignment]
+        aput,
+        """LangGraph's ``put`` (``index`` changes nothing), plus ``expected_revision`` (write
+        only over that revision) and ``create_only`` (only when the key is free); either
+        raises ``MemoryConflictError`` otherwise.""",
+    )
+
     # --- trusted maintenance -------------------------------------------------------------------
 
     async def aerase_user(self, user_id: str) -> int:
@@ -352,9 +363,7 @@ class AgentMemoryStore(BaseStore):
         await self.astart()
         return await self._store.delete_user(self._names.application_id, user_id)
 
-    def erase_user(self, user_id: str) -> int:
-        """The sync form of ``aerase_user``."""
-        return self._loop.run(self.aerase_user(user_id))
+    erase_user = _sync_form(aerase_user)
 
     async def adelete_namespace(self, namespace: Tuple[str, ...]) -> int:
         """Physically erase the namespace and every namespace under it (the core's
@@ -371,9 +380,7 @@ class AgentMemoryStore(BaseStore):
             removed += await self._store.delete_all(scope)
         return removed
 
-    def delete_namespace(self, namespace: Tuple[str, ...]) -> int:
-        """The sync form of ``adelete_namespace``."""
-        return self._loop.run(self.adelete_namespace(namespace))
+    delete_namespace = _sync_form(adelete_namespace)
 
     async def asweep_ttl(self) -> int:
         """Physically remove expired records of every namespace this adapter can see (one user
@@ -392,9 +399,7 @@ class AgentMemoryStore(BaseStore):
                         break
         return removed
 
-    def sweep_ttl(self) -> int:
-        """The sync form of ``asweep_ttl``."""
-        return self._loop.run(self.asweep_ttl())
+    sweep_ttl = _sync_form(asweep_ttl)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: Optional[float] = None
