@@ -324,8 +324,42 @@ pub(crate) trait PageClass: PyClass<Frozen = True> + Sync {
 /// Declares a page class, `Name(items, next_cursor=None)`: a tuple of items and the cursor to
 /// continue from, with the getters, `repr()` (counts only) and accessors every page has.
 /// `new` turns the constructor's iterable into the tuple; `from_core` a core page's items;
-/// `to_core` one item of the tuple back into the core's value (see [`PageClass`]).
+/// `to_core` one item of the tuple back into the core's value (see [`PageClass`]). A page
+/// `of $item as $class` holds instances of the class `$class`, each wrapping an `$item` as
+/// `inner`; a page `of ids` holds strings (user or application ids).
 macro_rules! page_class {
+    (
+        $(#[$meta:meta])*
+        $ty:ident: $core:ident of ids, $name:literal counts $noun:literal;
+        items: $items_doc:literal;
+        cursor: $cursor_doc:literal;
+    ) => {
+        page_class! {
+            $(#[$meta])*
+            $ty: $core of String, $name counts $noun;
+            items: $items_doc;
+            cursor: $cursor_doc;
+            new: |py, items| str_tuple(py, items)?;
+            from_core: |py, items| PyTuple::new(py, items)?;
+            to_core: |item| item.extract::<String>();
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $ty:ident: $core:ident of $item:ty as $class:ident, $name:literal counts $noun:literal;
+        items: $items_doc:literal;
+        cursor: $cursor_doc:literal;
+    ) => {
+        page_class! {
+            $(#[$meta])*
+            $ty: $core of $item, $name counts $noun;
+            items: $items_doc;
+            cursor: $cursor_doc;
+            new: |py, items| class_tuple::<$class>(py, items)?;
+            from_core: |py, items| PyTuple::new(py, items.into_iter().map(|inner| $class { inner }))?;
+            to_core: |item| Ok(item.cast::<$class>()?.get().inner.clone());
+        }
+    };
     (
         $(#[$meta:meta])*
         $ty:ident: $core:ident of $item:ty, $name:literal counts $noun:literal;
@@ -412,43 +446,31 @@ fn str_tuple<'py>(py: Python<'py>, items: &Bound<'_, PyAny>) -> PyResult<Bound<'
 
 page_class! {
     /// `MemoryPage(items, next_cursor=None)`: a bounded page of records.
-    PyPage: MemoryPage of MemoryRecord, "MemoryPage" counts "records";
+    PyPage: MemoryPage of MemoryRecord as PyRecord, "MemoryPage" counts "records";
     items: "The records, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
-    new: |py, items| class_tuple::<PyRecord>(py, items)?;
-    from_core: |py, items| PyTuple::new(py, items.into_iter().map(|inner| PyRecord { inner }))?;
-    to_core: |item| Ok(item.cast::<PyRecord>()?.get().inner.clone());
 }
 
 page_class! {
     /// `NamespacePage(items, next_cursor=None)`: one scope per namespace holding records.
-    PyNamespacePage: NamespacePage of MemoryScope, "NamespacePage" counts "scopes";
+    PyNamespacePage: NamespacePage of MemoryScope as PyScope, "NamespacePage" counts "scopes";
     items: "One scope per namespace, the default namespace (`namespace=None`) first.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left.";
-    new: |py, items| class_tuple::<PyScope>(py, items)?;
-    from_core: |py, items| PyTuple::new(py, items.into_iter().map(PyScope::from))?;
-    to_core: |item| Ok(item.cast::<PyScope>()?.get().inner.clone());
 }
 
 page_class! {
     /// `UserPage(items, next_cursor=None)`: the ids of an application's users holding records.
-    PyUserPage: UserPage of String, "UserPage" counts "users";
+    PyUserPage: UserPage of ids, "UserPage" counts "users";
     items: "The user ids, in ascending byte order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
-    new: |py, items| str_tuple(py, items)?;
-    from_core: |py, items| PyTuple::new(py, items)?;
-    to_core: |item| item.extract::<String>();
 }
 
 page_class! {
     /// `ApplicationPage(items, next_cursor=None)`: the ids of the store's applications holding
     /// records.
-    PyApplicationPage: ApplicationPage of String, "ApplicationPage" counts "applications";
+    PyApplicationPage: ApplicationPage of ids, "ApplicationPage" counts "applications";
     items: "The application ids, in ascending byte order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
-    new: |py, items| str_tuple(py, items)?;
-    from_core: |py, items| PyTuple::new(py, items)?;
-    to_core: |item| item.extract::<String>();
 }
 
 /// `MemoryCleanupPage(deleted, next_cursor=None)`: what one `purge_expired` call removed.
@@ -522,12 +544,9 @@ impl PyKeyInfo {
 
 page_class! {
     /// `KeyInfoPage(items, next_cursor=None)`: a page of `list_keys`, `KeyInfo` items in key order.
-    PyKeyInfoPage: KeyInfoPage of KeyInfo, "KeyInfoPage" counts "keys";
+    PyKeyInfoPage: KeyInfoPage of KeyInfo as PyKeyInfo, "KeyInfoPage" counts "keys";
     items: "The keys with their sizes, in ascending key order.";
     cursor: "Pass it as `after` for the next page; `None` only when nothing is left. A page may be\nshort, even empty, and still have one.";
-    new: |py, items| class_tuple::<PyKeyInfo>(py, items)?;
-    from_core: |py, items| PyTuple::new(py, items.into_iter().map(|inner| PyKeyInfo { inner }))?;
-    to_core: |item| Ok(item.cast::<PyKeyInfo>()?.get().inner.clone());
 }
 
 /// One remembered fact of the fact port.
