@@ -317,19 +317,19 @@ class Facts:
 
     async def remember(self, application_id: str, end_user_id: str, text: str) -> Fact:
         """Add a fact and return it."""
-        return await self._native.remember(application_id, end_user_id, text)
+        return await self._native.user(application_id, end_user_id).remember(text)
 
     async def forget(self, application_id: str, end_user_id: str, fact_id: str) -> bool:
         """Delete a fact; ``False`` when it is already gone."""
-        return await self._native.forget(application_id, end_user_id, fact_id)
+        return await self._native.user(application_id, end_user_id).forget(fact_id)
 
     async def recall(
         self, application_id: str, end_user_id: str, limit: Optional[int] = None
     ) -> Tuple[Fact, ...]:
         """The oldest facts of the end user, oldest first: the first ``limit`` when given,
         at most 1,000 (one call never reads more than that)."""
-        return await self._native.recall(application_id, end_user_id, limit)
+        return await self._native.user(application_id, end_user_id).recall(limit)
 
     async def erase(self, application_id: str, end_user_id: str) -> int:
         """Physically delete everything stored for the end user; the number removed."""
-        return await self._native.erase(application_id, end_user_id)
+        return await self._native.user(application_id, end_user_id).erase()

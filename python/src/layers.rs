@@ -1,7 +1,7 @@
-//! The core's layers over a store, for Python: the fact port (`Facts`) and the scoped handle
-//! (`ScopedMemory`).
+//! The core's layers over a store, for Python: the fact port (`Facts`, per end user) and the
+//! scoped handle (`ScopedMemory`).
 //!
-//! Both hold the Python store object and resolve it on each call
+//! Each holds the Python store object and resolves it on each call
 //! ([`pystore::resolve`](crate::pystore::resolve)): a native store is used directly, a store
 //! written in Python through the adapter on the loop that is running the call. So the rules
 //! of these layers (facts always add, recall is oldest first and `limit` only truncates,
@@ -18,37 +18,12 @@ use crate::pystore::resolve;
 use crate::store::{filter_arg, page_arg, search_arg, write_arg};
 use crate::types::{key_arg, source_arg, PyScope, PySource};
 
-/// The fact port over one store: `remember`, `forget`, `recall`, `erase`.
+/// The fact port over one store: a [`NativeUserFacts`] per end user.
 #[pyclass(frozen, module = "agent_memory._native")]
 pub(crate) struct NativeFacts {
     store: Py<PyAny>,
     namespace: Option<String>,
     source: Source,
-}
-
-impl NativeFacts {
-    /// The one place a fact's scope is built: application (tenant) plus end user, both
-    /// required, in the port's namespace.
-    fn scope(
-        &self,
-        py: Python<'_>,
-        application_id: &Bound<'_, PyAny>,
-        end_user_id: &Bound<'_, PyAny>,
-    ) -> PyResult<MemoryScope> {
-        let scope = MemoryScope::new(
-            convert::text(application_id, "application_id")?,
-            convert::text(end_user_id, "user_id")?,
-        )
-        .map_err(|e| to_py(py, e))?;
-        match &self.namespace {
-            Some(ns) => scope.with_namespace(ns.clone()).map_err(|e| to_py(py, e)),
-            None => Ok(scope),
-        }
-    }
-
-    fn facts(&self, py: Python<'_>) -> PyResult<Facts> {
-        Ok(Facts::new(resolve(self.store.bind(py))?).with_source(self.source.clone()))
-    }
 }
 
 #[pymethods]
@@ -67,62 +42,77 @@ impl NativeFacts {
         Ok(Self { store, namespace, source: source_arg(source)?.unwrap_or_default() })
     }
 
-    fn remember<'py>(
+    /// The port for one end user. The one place a fact's scope is built: application
+    /// (tenant) plus end user, both required, in the port's namespace.
+    fn user(
         &self,
-        py: Python<'py>,
-        application_id: &Bound<'py, PyAny>,
-        end_user_id: &Bound<'py, PyAny>,
-        text: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let scope = self.scope(py, application_id, end_user_id)?;
+        py: Python<'_>,
+        application_id: &Bound<'_, PyAny>,
+        end_user_id: &Bound<'_, PyAny>,
+    ) -> PyResult<NativeUserFacts> {
+        let scope = MemoryScope::new(
+            convert::text(application_id, "application_id")?,
+            convert::text(end_user_id, "user_id")?,
+        )
+        .map_err(|e| to_py(py, e))?;
+        let scope = match &self.namespace {
+            Some(ns) => scope.with_namespace(ns.clone()).map_err(|e| to_py(py, e))?,
+            None => scope,
+        };
+        let (store, source) = (self.store.clone_ref(py), self.source.clone());
+        Ok(NativeUserFacts { store, scope, source })
+    }
+}
+
+/// The fact port for one end user: `remember`, `forget`, `recall`, `erase`.
+#[pyclass(frozen, module = "agent_memory._native")]
+pub(crate) struct NativeUserFacts {
+    store: Py<PyAny>,
+    scope: MemoryScope,
+    source: Source,
+}
+
+impl NativeUserFacts {
+    /// The core's port over the store, and the user's scope to call it with.
+    fn facts(&self, py: Python<'_>) -> PyResult<(Facts, MemoryScope)> {
+        let facts = Facts::new(resolve(self.store.bind(py))?).with_source(self.source.clone());
+        Ok((facts, self.scope.clone()))
+    }
+}
+
+#[pymethods]
+impl NativeUserFacts {
+    fn remember<'py>(&self, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = text.py();
         let text = convert::text(text, "text")?;
-        let facts = self.facts(py)?;
+        let (facts, scope) = self.facts(py)?;
         run(py, async move { facts.remember(&scope, &text).await.map(Reply::Fact).into() })
     }
 
-    fn forget<'py>(
-        &self,
-        py: Python<'py>,
-        application_id: &Bound<'py, PyAny>,
-        end_user_id: &Bound<'py, PyAny>,
-        fact_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let scope = self.scope(py, application_id, end_user_id)?;
+    fn forget<'py>(&self, fact_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = fact_id.py();
         let id = convert::text(fact_id, "key")?;
-        let facts = self.facts(py)?;
+        let (facts, scope) = self.facts(py)?;
         run(py, async move { facts.forget(&scope, &id).await.map(Reply::Bool).into() })
     }
 
-    #[pyo3(signature = (application_id, end_user_id, limit = None))]
-    fn recall<'py>(
-        &self,
-        py: Python<'py>,
-        application_id: &Bound<'py, PyAny>,
-        end_user_id: &Bound<'py, PyAny>,
-        limit: Option<i64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let scope = self.scope(py, application_id, end_user_id)?;
+    #[pyo3(signature = (limit = None))]
+    fn recall<'py>(&self, py: Python<'py>, limit: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
         let limit = limit
             .map(|n| {
                 usize::try_from(n)
                     .map_err(|_| to_py(py, MemoryError::invalid("limit", "must be at least 0")))
             })
             .transpose()?;
-        let facts = self.facts(py)?;
+        let (facts, scope) = self.facts(py)?;
         run(
             py,
             async move { facts.recall(&scope, limit).await.map(|r| Reply::Facts(r.facts)).into() },
         )
     }
 
-    fn erase<'py>(
-        &self,
-        py: Python<'py>,
-        application_id: &Bound<'py, PyAny>,
-        end_user_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let scope = self.scope(py, application_id, end_user_id)?;
-        let facts = self.facts(py)?;
+    fn erase<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (facts, scope) = self.facts(py)?;
         run(py, async move { facts.erase(&scope).await.map(Reply::Count).into() })
     }
 }

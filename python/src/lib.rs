@@ -55,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<layers::NativeFacts>()?;
+    m.add_class::<layers::NativeUserFacts>()?;
     m.add_class::<layers::NativeScoped>()?;
     m.add_function(wrap_pyfunction!(conformance::conformance_case_names, m)?)?;
     m.add_function(wrap_pyfunction!(conformance::run_conformance_case, m)?)?;
