@@ -246,6 +246,12 @@ pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+/// What the exported macros expand to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use async_trait::async_trait;
+}
+
 pub use error::{MemoryError, Result};
 pub use facts::{Fact, Facts, Recalled, MAX_RECALL_FACTS};
 pub use matching::{

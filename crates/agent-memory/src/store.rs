@@ -333,7 +333,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
 #[macro_export]
 macro_rules! store_operations {
     ($callback:ident) => {
-        $callback! {
+        $crate::store_operations!([$callback]);
+    };
+    // The callback as a path in brackets, and tokens handed to it before the operations (the
+    // form `forward_store!` uses).
+    ([$($callback:tt)*] $($before:tt)*) => {
+        $($callback)*! {
+            $($before)*
             fn put(&self, scope: &$crate::MemoryScope, key: &str, write: $crate::MemoryWrite)
                 -> $crate::MemoryRecord;
             fn get(&self, scope: &$crate::MemoryScope, key: &str)
@@ -367,6 +373,76 @@ macro_rules! store_operations {
             fn list_applications(&self, page: $crate::PageRequest) -> $crate::ApplicationPage;
             fn purge_expired(&self, scope: &$crate::MemoryScope, page: $crate::PageRequest)
                 -> $crate::MemoryCleanupPage;
+        }
+    };
+}
+
+/// Implements [`MemoryStore`] for a store that wraps another in one of its fields: `start` and
+/// `close` are forwarded as they are, and every other operation first calls the store's
+/// method `before` with the operation's name (`"put"`, `"get"`, …), then is forwarded with the
+/// same arguments. For a store of a concrete type; a generic one writes its own callback for
+/// [`store_operations!`].
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use agent_memory::{InMemoryStore, MemoryScope, MemoryStore};
+///
+/// /// Notes the name of every operation it forwards.
+/// #[derive(Debug)]
+/// struct Noted {
+///     inner: Arc<dyn MemoryStore>,
+///     names: Mutex<Vec<&'static str>>,
+/// }
+///
+/// impl Noted {
+///     fn note(&self, operation: &'static str) {
+///         self.names.lock().unwrap().push(operation);
+///     }
+/// }
+///
+/// agent_memory::forward_store!(Noted, inner, note);
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = Noted { inner: Arc::new(InMemoryStore::new()), names: Mutex::new(Vec::new()) };
+/// let scope = MemoryScope::new("app", "user")?;
+/// store.start().await?;
+/// store.get(&scope, "theme").await?;
+/// assert_eq!(*store.names.lock().unwrap(), ["get"], "start is forwarded, not noted");
+/// # Ok::<(), agent_memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
+#[macro_export]
+macro_rules! forward_store {
+    ($store:ty, $inner:ident, $before:ident) => {
+        $crate::store_operations!([$crate::__forward_store] $store, $inner, $before;);
+    };
+}
+
+/// The implementation [`forward_store!`] writes, given the operations.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __forward_store {
+    (
+        $store:ty, $inner:ident, $before:ident;
+        $(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*
+    ) => {
+        #[$crate::__private::async_trait]
+        impl $crate::MemoryStore for $store {
+            async fn start(&self) -> $crate::Result<()> {
+                self.$inner.start().await
+            }
+
+            async fn close(&self) -> $crate::Result<()> {
+                self.$inner.close().await
+            }
+
+            $(
+                async fn $name(&self $(, $arg: $ty)*) -> $crate::Result<$out> {
+                    self.$before(stringify!($name));
+                    self.$inner.$name($($arg),*).await
+                }
+            )*
         }
     };
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use agent_memory::sqlite::SqliteMemoryStore;
 use agent_memory::tools::{ToolError, ToolErrorKind};
 use agent_memory::{
-    memory_tool, InMemoryStore, MemoryScope, MemoryStore, PageRequest, Result, ScopedMemory,
+    memory_tool, InMemoryStore, MemoryScope, MemoryStore, PageRequest, ScopedMemory,
 };
 use serde_json::{json, Value};
 
@@ -556,31 +556,8 @@ impl Recording {
     }
 }
 
-/// `Recording`'s `MemoryStore`: `start` and `close` forwarded, every other operation noted by
-/// name, then forwarded.
-macro_rules! recorded {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
-        #[async_trait::async_trait]
-        impl MemoryStore for Recording {
-            async fn start(&self) -> Result<()> {
-                self.inner.start().await
-            }
-
-            async fn close(&self) -> Result<()> {
-                self.inner.close().await
-            }
-
-            $(
-                async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
-                    self.note(stringify!($name));
-                    self.inner.$name($($arg),*).await
-                }
-            )*
-        }
-    };
-}
-
-agent_memory::store_operations!(recorded);
+// `start` and `close` forwarded; every other operation noted by name, then forwarded.
+agent_memory::forward_store!(Recording, inner, note);
 
 /// `view` of a directory of large files reads keys and sizes only (`list_keys`), never a
 /// whole record: one `get` (is the path a file?) and pages of keys, on SQLite, whose sizes

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use agent_memory::{MemoryStore, Result};
+use agent_memory::MemoryStore;
 
 /// Store operations one unit of a request covers.
 pub const INCLUDED_OPERATIONS: u64 = 10;
@@ -48,33 +48,16 @@ impl Metered {
     pub fn new(inner: Arc<dyn MemoryStore>, work: Work) -> Self {
         Self { inner, work }
     }
+
+    /// Counts one operation, whichever it is.
+    fn counted(&self, _operation: &'static str) {
+        self.work.count();
+    }
 }
 
-/// `Metered`'s `MemoryStore`: `start` and `close` forwarded as they are, and each listed
-/// operation counted once, then forwarded.
-macro_rules! metered {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
-        #[async_trait::async_trait]
-        impl MemoryStore for Metered {
-            async fn start(&self) -> Result<()> {
-                self.inner.start().await
-            }
-
-            async fn close(&self) -> Result<()> {
-                self.inner.close().await
-            }
-
-            $(
-                async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
-                    self.work.count();
-                    self.inner.$name($($arg),*).await
-                }
-            )*
-        }
-    };
-}
-
-agent_memory::store_operations!(metered);
+// `start` and `close` are forwarded as they are; every other operation is counted once, then
+// forwarded.
+agent_memory::forward_store!(Metered, inner, counted);
 
 #[cfg(test)]
 mod tests {
