@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::error::{storage, PROVIDER};
 use crate::error::{MemoryError, Result};
@@ -328,16 +328,7 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Result<
     let mut after = [String::new(), String::new(), String::new(), String::new()];
     loop {
         let rows = tx
-            .query_typed(
-                &read,
-                &[
-                    (&after[0], Type::TEXT),
-                    (&after[1], Type::TEXT),
-                    (&after[2], Type::TEXT),
-                    (&after[3], Type::TEXT),
-                    (&UPGRADE_BATCH, Type::INT8),
-                ],
-            )
+            .query_typed(&read, &key_params(&after, Type::TEXT, (&UPGRADE_BATCH, Type::INT8)))
             .await
             .map_err(storage(what))?;
         let mut columns: [Vec<String>; 4] = Default::default();
@@ -361,13 +352,7 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Result<
         if !charged.is_empty() {
             tx.execute_typed(
                 &write,
-                &[
-                    (&columns[0], Type::TEXT_ARRAY),
-                    (&columns[1], Type::TEXT_ARRAY),
-                    (&columns[2], Type::TEXT_ARRAY),
-                    (&columns[3], Type::TEXT_ARRAY),
-                    (&charged, Type::INT8_ARRAY),
-                ],
+                &key_params(&columns, Type::TEXT_ARRAY, (&charged, Type::INT8_ARRAY)),
             )
             .await
             .map_err(storage(what))?;
@@ -475,6 +460,17 @@ async fn secure_usage(tx: &tokio_postgres::Transaction<'_>, names: &Names) -> Re
         function = usage_function_sql(names)
     );
     tx.batch_execute(&ddl).await.map_err(storage("could not secure the usage trigger"))
+}
+
+/// The four key columns (`app`, `user_id`, `namespace`, `key`) as parameters of type
+/// `key_type`, then `last`: what the upgrade's read and write bind.
+fn key_params<'a, T: ToSql + Sync>(
+    keys: &'a [T; 4],
+    key_type: Type,
+    last: (&'a (dyn ToSql + Sync), Type),
+) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    let keys = keys.iter().map(|key| (key as &(dyn ToSql + Sync), key_type.clone()));
+    keys.chain([last]).collect()
 }
 
 fn quote(name: &str) -> String {
