@@ -126,7 +126,7 @@ async fn operations_feed_the_histogram_the_counters_and_the_gauges() {
         }
     }
 
-    // SQLite: the writer's gauges, set from its own thread.
+    // SQLite: the writer's gauges, set by whichever thread commits on its connection.
     let dir = tempfile::tempdir().unwrap();
     let sqlite = SqliteMemoryStore::builder(dir.path().join("metrics.db")).build().unwrap();
     sqlite.start().await.unwrap();

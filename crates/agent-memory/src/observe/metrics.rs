@@ -23,7 +23,8 @@ pub const CONNECTIONS: &str = "db.client.connection.count";
 pub const RECONNECTS: &str = "agent_memory.redis.reconnects";
 /// Gauge of write jobs waiting for the SQLite writer thread.
 pub const WRITER_QUEUE_DEPTH: &str = "agent_memory.sqlite.writer.queue_depth";
-/// Gauge of write jobs the SQLite writer committed in its last transaction.
+/// Gauge of write jobs the SQLite writer's connection committed in its last transaction (1 for
+/// a lone write run on its caller's thread).
 pub const WRITER_GROUP_SIZE: &str = "agent_memory.sqlite.writer.group_size";
 
 /// The `outcome` label of a successful operation.
