@@ -52,6 +52,52 @@ pub(crate) async fn search_request_all(
     drain_from(&what, request, |page| store.search(scope, query, page)).await
 }
 
+/// The records every search-matching case searches, as `(key, content)`: ASCII words in
+/// several letter cases and orders, words run together, pattern characters, decomposed and
+/// precomposed accents, CJK and emoji, control white space, and the letters whose simple case
+/// folding is special (the Kelvin sign, sharp s and capital sharp s, final sigma, dotted
+/// capital I, long s). A case's expected keys are worked out against all of them.
+pub(crate) const SEARCH_CORPUS: &[(&str, &str)] = &[
+    ("a-both", "prefers the berlin warehouse"),
+    ("ascii", "Prefers the Berlin WAREHOUSE"),
+    ("b-reversed", "warehouse: berlin"),
+    ("c-one", "berlin only"),
+    ("capital-sharp-s", "STRA\u{1E9E}E"),
+    ("cjk", "中文😀文字"),
+    ("coffee", "drinks coffee black"),
+    ("composed", "caf\u{e9} au lait"),
+    ("cyrillic", "ПРИВЕТ мир"),
+    ("d-joined", "berlinwarehouse"),
+    ("decomposed", "cafe\u{301} noir"),
+    ("dotted-i", "İstanbul"),
+    ("e-none", "munich depot"),
+    ("final-sigma", "σοφος"),
+    ("kelvin", "300 \u{212A}ELVIN"),
+    ("long-s", "\u{17F}tar"),
+    ("lower", "hello world"),
+    ("newline", "line one\r\nline two\ttab"),
+    ("percent", "50% off_today"),
+    ("plain", "50 percent off today"),
+    ("sharp-s", "straße"),
+    ("sigma", "ΣΟΦΟΣ"),
+    ("stems", "reports in metric units"),
+    ("tea", "green tea in the afternoon"),
+    ("title", "Hello World"),
+    ("title-sharp-s", "Straße"),
+    ("upper", "HELLO WORLD"),
+    ("water", "only water"),
+];
+
+/// Writes [`SEARCH_CORPUS`] into `h`'s scope for `user-1`, panicking on an error, and returns
+/// the scope.
+pub(crate) async fn search_corpus(h: &Harness) -> MemoryScope {
+    let scope = h.scope("user-1");
+    for (key, content) in SEARCH_CORPUS {
+        put(h.store(), &scope, key, content).await;
+    }
+    scope
+}
+
 /// Queries paired with the keys a search must find for each, in key order.
 pub(crate) type SearchCases<'a> = &'a [(&'a str, &'a [&'a str])];
 
@@ -422,17 +468,6 @@ pub(crate) async fn put_every_field(
         .metadata(serde_json::json!({"a": 1}))
         .source(Source::default().agent("a"));
     put_write(store, scope, key, write).await
-}
-
-/// Writes each `(key, content)` of `records` unconditionally, in order, panicking on an error.
-pub(crate) async fn put_each(
-    store: &dyn MemoryStore,
-    scope: &MemoryScope,
-    records: &[(&str, &str)],
-) {
-    for (key, content) in records {
-        put(store, scope, key, content).await;
-    }
 }
 
 /// More conflicts in a row than any race produces: past this, a live revision never matched.
