@@ -1,17 +1,10 @@
 //! Isolation: two different scopes never see or change each other's records, whatever their
 //! ids contain.
 
-use super::support::{get, keys, list_all, namespaces_all, put, search_all};
+use super::support::{get, keys, list_all, namespaces_all, put, search_all, AWKWARD_TEXT};
 use crate::conformance::Harness;
 use crate::page::PageRequest;
 use crate::scope::MemoryScope;
-
-/// Ids full of separators, wildcards, escapes, quotes and non-ASCII.
-const AWKWARD_IDS: &[&str] = &[
-    "a:b", "a", "b", "a/b", "{a}", "{a}:b", "a%", "a_", "a*", "a?", "[a]", "a\\", "a\\:b", "'a'",
-    "\"a\"", "a b", "é", "e\u{301}", "中文", "😀", "a%b", "a_b", "axb", "%", "_", "*", "\\", "::",
-    "a::b",
-];
 
 /// Writes one record per scope (content names the scope) and checks each scope sees exactly its
 /// own record through get, list and search.
@@ -182,9 +175,9 @@ pub async fn delimiter_joined_scopes_stay_apart(h: Harness) {
 /// Users whose ids are full of `:`, `/`, braces, `%`, `_`, `\`, quotes and non-ASCII are
 /// isolated from each other and from users whose ids they would match as patterns.
 pub async fn awkward_user_ids_are_isolated(h: Harness) {
-    let scopes: Vec<MemoryScope> = AWKWARD_IDS.iter().map(|id| h.scope(id)).collect();
+    let scopes: Vec<MemoryScope> = AWKWARD_TEXT.iter().map(|id| h.scope(id)).collect();
     assert_each_sees_only_itself(&h, &scopes, "users with awkward ids").await;
-    for id in AWKWARD_IDS {
+    for id in AWKWARD_TEXT {
         assert_eq!(
             namespaces_all(h.store(), h.app(), id, 10).await,
             vec![None],
@@ -196,10 +189,10 @@ pub async fn awkward_user_ids_are_isolated(h: Harness) {
 /// Namespaces whose names are full of separators, wildcards, escapes, quotes and non-ASCII are
 /// isolated from each other.
 pub async fn awkward_namespaces_are_isolated(h: Harness) {
-    let scopes: Vec<MemoryScope> = AWKWARD_IDS.iter().map(|ns| h.scope_in("user-1", ns)).collect();
+    let scopes: Vec<MemoryScope> = AWKWARD_TEXT.iter().map(|ns| h.scope_in("user-1", ns)).collect();
     assert_each_sees_only_itself(&h, &scopes, "namespaces with awkward names").await;
     let mut expected: Vec<Option<String>> =
-        AWKWARD_IDS.iter().map(|ns| Some((*ns).to_owned())).collect();
+        AWKWARD_TEXT.iter().map(|ns| Some((*ns).to_owned())).collect();
     expected.sort();
     assert_eq!(
         namespaces_all(h.store(), h.app(), "user-1", 100).await,

@@ -18,6 +18,52 @@ use crate::write::MemoryWrite;
 /// More pages than any case needs: a provider that keeps returning cursors past this is looping.
 pub(crate) const MAX_PAGES: usize = 2_000;
 
+/// Text full of separators, wildcards, escapes, quotes, white space, dots and non-ASCII, some
+/// of it matching other entries when read as a pattern (`a%b` and `a_b` match `axb`): each is
+/// valid both as a key and as an id (no control characters, at most 128 bytes), and the cases
+/// use them as keys, user ids and namespaces that must stay apart.
+pub(crate) const AWKWARD_TEXT: &[&str] = &[
+    "a:b",
+    "a",
+    "b",
+    "a/b",
+    "{a}",
+    "{a}:b",
+    "a%",
+    "a_",
+    "a*",
+    "a?",
+    "[a]",
+    "a\\",
+    "a\\:b",
+    "'a'",
+    "\"a\"",
+    "a b",
+    "é",
+    "e\u{301}",
+    "中文",
+    "😀",
+    "a%b",
+    "a_b",
+    "axb",
+    "%",
+    "_",
+    "*",
+    "\\",
+    "::",
+    "a::b",
+    "{tag}",
+    "?",
+    "[x]",
+    "'",
+    "\"",
+    " ",
+    "..",
+    "-",
+    "~",
+    "key\u{200b}",
+];
+
 /// Every live record of `scope`, following `list` cursors until `next_cursor` is `None`.
 ///
 /// Checks on the way that no page exceeds `limit`.
