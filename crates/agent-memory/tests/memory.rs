@@ -3,21 +3,15 @@
 use std::sync::Arc;
 
 use agent_memory::conformance::Fixture;
-use agent_memory::{InMemoryStore, ManualClock};
+use agent_memory::InMemoryStore;
 
-/// No replica: an `InMemoryStore` keeps its data inside the instance, so a second instance
-/// would be a second datastore. The replica cases race tasks of this one instance instead.
+/// An `InMemoryStore` keeps its data inside the instance, on an injected clock: each quota
+/// case's store is a datastore of its own, and the replica cases race tasks of one instance.
 async fn store() -> Fixture {
-    let clock = ManualClock::starting_now();
-    let quota_clock = clock.clone();
-    Fixture::new(Arc::new(InMemoryStore::with_clock(Arc::new(clock.clone()))))
-        .with_clock(clock)
-        // An in-process store keeps its records inside the instance, so each quota case's
-        // store is a datastore of its own; the cases use only it.
-        .with_quotas(move |quotas| {
-            let builder = InMemoryStore::builder().clock(Arc::new(quota_clock.clone()));
-            Arc::new(builder.quotas(quotas).build().expect("valid quotas"))
-        })
+    Fixture::in_process(|clock, quotas| {
+        let builder = InMemoryStore::builder().clock(clock).quotas(quotas);
+        Arc::new(builder.build().expect("valid quotas"))
+    })
 }
 
 agent_memory::conformance_tests!(store);

@@ -84,7 +84,9 @@
 //!
 //! The quota cases open stores with [`Quotas`] through [`Fixture::with_quotas`]: a function
 //! that builds another unstarted instance on the same datastore (and clock) with the given
-//! limits. A fixture without one fails those cases, naming what is missing.
+//! limits. A fixture without one fails those cases, naming what is missing. A provider that
+//! keeps its records inside the instance, with an injectable clock, gets its store, clock and
+//! quota stores from one function with [`Fixture::in_process`].
 //!
 //! ```no_run
 //! # use std::sync::Arc;
@@ -189,6 +191,35 @@ impl Fixture {
     /// An unstarted store whose clock is the datastore's (or the system's).
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         Self { store, replica: None, clock: None, quotas: None, bounds: None, guards: Vec::new() }
+    }
+
+    /// A store that keeps its records inside the instance, as the in-memory provider does, on
+    /// a new [`ManualClock`]: `open` builds an unstarted instance reading time from the given
+    /// clock and holding each application user to the given [`Quotas`]. It is called once with
+    /// [`Quotas::unlimited`] for the store the cases use, and once per quota case, each call a
+    /// datastore of its own on the same clock. There is no replica, so the replica cases race
+    /// tasks of the one instance.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use agent_memory::conformance::Fixture;
+    /// # use agent_memory::InMemoryStore;
+    /// async fn store() -> Fixture {
+    ///     Fixture::in_process(|clock, quotas| {
+    ///         let builder = InMemoryStore::builder().clock(clock).quotas(quotas);
+    ///         Arc::new(builder.build().expect("valid quotas"))
+    ///     })
+    /// }
+    /// ```
+    pub fn in_process(
+        open: impl Fn(Arc<dyn Clock>, Quotas) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
+    ) -> Self {
+        let clock = ManualClock::starting_now();
+        let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+        let store = open(Arc::clone(&shared), Quotas::unlimited());
+        Self::new(store)
+            .with_clock(clock)
+            .with_quotas(move |quotas| open(Arc::clone(&shared), quotas))
     }
 
     /// Keeps `guard` alive until the case has ended and the store (and its replica) are
