@@ -17,38 +17,16 @@ mod support {
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_memory::{MemoryStore, PostgresMemoryStore};
+use agent_memory::PostgresMemoryStore;
 use agent_memory_testkit::postgres::PostgresServer;
 use tokio_postgres::NoTls;
 
-use support::load::{self, Done};
+use support::load::{self, Done, Fault};
 
 /// The store's `application_name`, by which the chaos task finds its backends.
 const STORE_APP: &str = "agent_memory_faults";
-/// How long the tasks write at least; faults are scheduled within it.
+/// How long the tasks write at least; the faults of [`load::SCHEDULE`] fall within it.
 const LOAD: Duration = Duration::from_secs(9);
-
-#[derive(Debug, Clone, Copy)]
-enum Fault {
-    /// `pg_terminate_backend` of every backend of the store.
-    Kill,
-    /// Fast shutdown and start.
-    Restart,
-    /// Immediate shutdown (crash recovery on start) and start.
-    CrashRestart,
-}
-
-/// When each fault happens, from the start of the load.
-const SCHEDULE: &[(u64, Fault)] = &[
-    (700, Fault::Kill),
-    (1400, Fault::Kill),
-    (2200, Fault::Restart),
-    (3600, Fault::Kill),
-    (4300, Fault::CrashRestart),
-    (5900, Fault::Kill),
-    (6600, Fault::Kill),
-    (7200, Fault::Kill),
-];
 
 /// Terminates every backend of the store from a fresh admin connection; returns how many.
 async fn terminate_store_backends(url: &str) -> Result<u64, String> {
@@ -107,8 +85,5 @@ async fn postgres_keeps_every_acknowledged_write_through_killed_connections_and_
         .acquire_timeout(Duration::from_secs(5))
         .build()
         .expect("a valid configuration");
-    store.start().await.expect("start");
-    let chaos = |started| load::chaos(server, started, LOAD, SCHEDULE, apply);
-    let server = load::run_under_chaos("postgres", Arc::new(store), LOAD, chaos).await;
-    drop(server);
+    load::run_under_chaos("postgres", Arc::new(store), LOAD, server, apply).await;
 }

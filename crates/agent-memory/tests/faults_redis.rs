@@ -17,34 +17,17 @@ mod support {
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_memory::{MemoryStore, RedisMemoryStore};
+use agent_memory::RedisMemoryStore;
 use agent_memory_testkit::redis::RedisServer;
 
-use support::load::{self, Done};
+use support::load::{self, Done, Fault};
 
-/// How long the tasks write at least; faults are scheduled within it.
+/// How long the tasks write at least; the faults of [`load::SCHEDULE`] fall within it.
 const LOAD: Duration = Duration::from_secs(8);
 
-#[derive(Debug, Clone, Copy)]
-enum Fault {
-    /// `CLIENT KILL TYPE normal SKIPME yes`: every client but the one asking.
-    Kill,
-    /// SIGKILL the server and start it again on the same port, directory and arguments.
-    Restart,
-}
-
-const SCHEDULE: &[(u64, Fault)] = &[
-    (600, Fault::Kill),
-    (1200, Fault::Kill),
-    (2000, Fault::Restart),
-    (3200, Fault::Kill),
-    (4000, Fault::Restart),
-    (5200, Fault::Kill),
-    (5800, Fault::Kill),
-    (6400, Fault::Kill),
-];
-
-/// Applies one fault to `server`, and gives it back.
+/// Applies one fault to `server`, and gives it back. A kill is `CLIENT KILL TYPE normal SKIPME
+/// yes` (every client but the one asking); the test server restarts only by SIGKILL and start
+/// on the same port, directory and arguments, so both kinds of restart are crash restarts.
 async fn apply(server: RedisServer, fault: Fault) -> (RedisServer, Done) {
     tokio::task::spawn_blocking(move || {
         let mut server = server;
@@ -53,9 +36,9 @@ async fn apply(server: RedisServer, fault: Fault) -> (RedisServer, Done) {
                 let note = server.cli(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
                 Done::Killed(note.parse::<u64>().map_err(|_| format!("the server said {note:?}")))
             }
-            Fault::Restart => {
+            Fault::Restart | Fault::CrashRestart => {
                 server.restart();
-                Done::Restarted { crash: false }
+                Done::Restarted { crash: true }
             }
         };
         (server, done)
@@ -74,8 +57,5 @@ async fn redis_keeps_every_acknowledged_write_through_killed_connections_and_res
         .connect_timeout(Duration::from_secs(2))
         .build()
         .expect("valid options");
-    store.start().await.expect("start on a durable server");
-    let chaos = |started| load::chaos(server, started, LOAD, SCHEDULE, apply);
-    let server = load::run_under_chaos("redis", Arc::new(store), LOAD, chaos).await;
-    drop(server);
+    load::run_under_chaos("redis", Arc::new(store), LOAD, server, apply).await;
 }

@@ -1,6 +1,7 @@
 //! The load and its check, shared by the server-backed providers' fault tests
-//! (`faults_postgres.rs`, `faults_redis.rs`): 16 tasks write through one store while the test
-//! disturbs its server, then every acknowledged write is checked through the same store (see
+//! (`faults_postgres.rs`, `faults_redis.rs`): 16 tasks write through one store while a chaos
+//! task disturbs its server on one schedule of faults, each test saying how its server is
+//! killed and restarted, then every acknowledged write is checked through the same store (see
 //! [`super::faults`] for what "present and intact" means).
 
 use std::collections::{BTreeMap, HashMap};
@@ -233,12 +234,12 @@ async fn run_task(
     log
 }
 
-/// Sleeps until `at_ms` after `started`, the moment of one scheduled fault, and returns how
+/// Sleeps until `offset` after `started`, the moment of one scheduled fault, and returns how
 /// long the load has run by then; `None` when that is too close to the end of a load of
 /// `nominal` length (a fault running late, after a slow restart), so the caller drops the
 /// fault and the run stays short.
-pub async fn fault_time(started: Instant, at_ms: u64, nominal: Duration) -> Option<Duration> {
-    tokio::time::sleep_until((started + Duration::from_millis(at_ms)).into()).await;
+pub async fn fault_time(started: Instant, offset: Duration, nominal: Duration) -> Option<Duration> {
+    tokio::time::sleep_until((started + offset).into()).await;
     let at = started.elapsed();
     (at + QUIET_END <= nominal).then_some(at)
 }
@@ -536,6 +537,33 @@ pub struct ChaosReport {
     pub log: Vec<String>,
 }
 
+/// What the chaos task does to the server at one point of the load.
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    /// Kill every connection of the store; the server stays up.
+    Kill,
+    /// Stop the server cleanly and start it again (as by a crash where the test server can
+    /// stop no other way).
+    Restart,
+    /// Stop the server as by a crash, nothing flushed or released on the way down, and start
+    /// it again.
+    CrashRestart,
+}
+
+/// When each fault happens, in thousandths of the nominal load from its start, for every
+/// provider: kills before, between and after two restarts, the second as by a crash, the last
+/// fault early enough for [`QUIET_END`] of load to follow it.
+pub const SCHEDULE: &[(u32, Fault)] = &[
+    (75, Fault::Kill),
+    (150, Fault::Kill),
+    (250, Fault::Restart),
+    (400, Fault::Kill),
+    (500, Fault::CrashRestart),
+    (650, Fault::Kill),
+    (725, Fault::Kill),
+    (800, Fault::Kill),
+];
+
 /// What one fault did.
 pub enum Done {
     /// Connections killed: how many, or why that failed.
@@ -544,22 +572,21 @@ pub enum Done {
     Restarted { crash: bool },
 }
 
-/// Applies each fault of `schedule` (milliseconds from `started`, see [`fault_time`]) with
-/// `apply`, which is lent the server and gives it back; returns the server and the report.
-pub async fn chaos<S, F, Fut>(
+/// Applies each fault of [`SCHEDULE`], timed against a load of `nominal` length from
+/// `started` (see [`fault_time`]), with `apply`, which is lent the server and gives it back;
+/// returns the server and the report.
+pub async fn chaos<S, Fut>(
     mut server: S,
     started: Instant,
     nominal: Duration,
-    schedule: &[(u64, F)],
-    mut apply: impl FnMut(S, F) -> Fut,
+    mut apply: impl FnMut(S, Fault) -> Fut,
 ) -> (S, ChaosReport)
 where
-    F: Copy,
     Fut: std::future::Future<Output = (S, Done)>,
 {
     let mut report = ChaosReport::default();
-    for &(at_ms, fault) in schedule {
-        let Some(at) = fault_time(started, at_ms, nominal).await else {
+    for &(permille, fault) in SCHEDULE {
+        let Some(at) = fault_time(started, nominal * permille / 1000, nominal).await else {
             report.skipped += 1;
             continue;
         };
@@ -587,27 +614,29 @@ where
     (server, report)
 }
 
-/// Runs the load through the started `store` for `nominal` while `chaos` (given the start of
-/// the load) disturbs its server, prints the numbers of the run under `provider`'s name, and
-/// checks that nothing acknowledged was lost, that the faults reached the store and that the
-/// load was real; then closes the store and returns the server.
-pub async fn run_under_chaos<S, C, Fut>(
+/// Starts `store`, runs the load through it for `nominal` while a chaos task applies the
+/// [`SCHEDULE`] to its server with `apply` (see [`chaos`]), prints the numbers of the run
+/// under `provider`'s name, and checks that nothing acknowledged was lost, that the faults
+/// reached the store and that the load was real; then closes the store and stops the server.
+pub async fn run_under_chaos<S, F, Fut>(
     provider: &str,
     store: Arc<dyn MemoryStore>,
     nominal: Duration,
-    chaos: C,
-) -> S
-where
-    C: FnOnce(Instant) -> Fut,
-    Fut: std::future::Future<Output = (S, ChaosReport)> + Send + 'static,
+    server: S,
+    apply: F,
+) where
     S: Send + 'static,
+    F: FnMut(S, Fault) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = (S, Done)> + Send + 'static,
 {
+    store.start().await.unwrap_or_else(|e| panic!("{provider}: the store must start: {e:?}"));
     let app = format!("faults-{}", uuid::Uuid::new_v4().simple());
     let scope = MemoryScope::new(app, "user").expect("valid ids");
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let tasks = spawn(&store, &scope, &stop);
-    let (server, report) = tokio::spawn(chaos(started)).await.expect("the chaos task");
+    let chaos = chaos(server, started, nominal, apply);
+    let (server, report) = tokio::spawn(chaos).await.expect("the chaos task");
     let (load_time, summary) = finish(store.as_ref(), &scope, &stop, tasks, started, nominal).await;
     eprintln!(
         "{provider} faults: {TASKS} tasks for {:.1}s; chaos: {} (connections killed {:?}, \
@@ -626,5 +655,5 @@ where
     assert!(summary.storage_errors > 0, "the faults never reached the store");
     assert!(summary.acked_keys >= 16 && summary.counter_acked >= 16, "too little load");
     store.close().await.expect("close");
-    server
+    drop(server);
 }
