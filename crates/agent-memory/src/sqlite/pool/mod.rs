@@ -17,15 +17,20 @@
 //! budget) and namespace and user listings stay on the reader threads, where their length
 //! holds up no runtime thread.
 //!
-//! **Lone writes run where they are asked.** A `put` or `delete` that finds no write waiting
-//! and the writer's connection free at that instant ([`Pool::write_here`]) runs on the
-//! caller's thread, in a transaction of its own on the writer's connection: with
+//! **Lone writes run where they are asked.** A `put` or `delete` that finds the writer's
+//! connection free at that instant and the writes uncontended ([`Pool::write_here`]) runs on
+//! the caller's thread, in a transaction of its own on the writer's connection: with
 //! `synchronous=NORMAL` its commit does not sync the disk, so it takes tens of microseconds,
 //! less than the two thread wake-ups a hand-off to the writer thread costs. It never waits for
-//! another process's write lock there (the busy timeout is zero for its `BEGIN`): when the lock
-//! is taken, or writes are queued, or each commit syncs the disk (`synchronous=FULL`), the
-//! write goes to the writer thread as before. Erasure batches always do. So a single writer
-//! pays no hand-off, and under load writes still commit in groups.
+//! another process's write lock there (the busy timeout is zero for its `BEGIN`). Once one
+//! write has had to queue (the connection was busy), writes are contending: every write then
+//! goes to the writer thread, to commit in groups, until the writer commits a group of one
+//! with nothing queued behind it, or writes pause for [`PAUSE`](log::PAUSE).
+//! (Mixing the two under load left groups smaller and put callers' transactions on runtime
+//! threads that the writer thread then waited for: the 99th percentile of 16 writers tripled.)
+//! Writes go to the writer thread too when each commit syncs the disk (`synchronous=FULL`), and
+//! erasure batches always do. So a single writer pays no hand-off, and under load writes
+//! commit in groups as before.
 //!
 //! **Group commit.** The writer thread takes every write job that is waiting (up to
 //! [`MAX_GROUP`](writer::MAX_GROUP)) and runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
@@ -60,7 +65,7 @@ mod writer;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
@@ -90,6 +95,10 @@ pub(super) struct Pool {
     busy_timeout: Duration,
     /// Write jobs sent and not yet taken by the writer thread, for its queue-depth gauge.
     waiting: Arc<AtomicUsize>,
+    /// Set when a write is queued, cleared by the writer thread when writes stop contending (a
+    /// group of one with none behind it, or a pause): while writes contend, they all commit in
+    /// groups on the writer thread.
+    grouping: Arc<AtomicBool>,
     /// The reader connections; reader thread `i` serves connection `i`.
     connections: Arc<Vec<Mutex<Connection>>>,
     /// One channel per reader thread, served in turn.
@@ -148,19 +157,24 @@ impl Pool {
         let (write_tx, write_rx) = mpsc::channel::<ToWriter>();
         let waiting = Arc::new(AtomicUsize::new(0));
         let queue = Arc::clone(&waiting);
+        let grouping = Arc::new(AtomicBool::new(false));
+        let contended = Arc::clone(&grouping);
         if log.is_some() {
             writer.wal_hook(Some(note_log_pages));
         }
         let writer_conn =
             Arc::new(Mutex::new(Writer { conn: Some(writer), log, commits_here: 0, idle: true }));
         let shared = Arc::clone(&writer_conn);
-        threads.push(spawn("amem-sql-writer", move || writer_loop(&shared, write_rx, &queue))?);
+        threads.push(spawn("amem-sql-writer", move || {
+            writer_loop(&shared, write_rx, &queue, &contended)
+        })?);
         Ok(Self {
             writer: Some(write_tx),
             writer_conn,
             write_here: !options.read_only && options.synchronous == Synchronous::Normal,
             busy_timeout: options.busy_timeout,
             waiting,
+            grouping,
             connections,
             readers: read_txs,
             next_reader: AtomicUsize::new(0),
@@ -178,7 +192,10 @@ impl Pool {
     where
         F: FnOnce(&Connection) -> Result<T>,
     {
-        if !self.write_here || self.waiting.load(Ordering::Relaxed) != 0 {
+        if !self.write_here
+            || self.grouping.load(Ordering::Relaxed)
+            || self.waiting.load(Ordering::Relaxed) != 0
+        {
             return Err(f);
         }
         let mut writer = match self.writer_conn.try_lock() {
@@ -228,6 +245,7 @@ impl Pool {
         let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
         let writer = self.writer.as_ref().ok_or_else(stopped)?;
         self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.grouping.store(true, Ordering::Relaxed);
         if writer.send(ToWriter::Job(job)).is_err() {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(stopped());

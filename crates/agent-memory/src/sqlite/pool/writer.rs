@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 
@@ -112,6 +112,7 @@ pub(super) fn writer_loop(
     shared: &Mutex<Writer>,
     jobs: Receiver<ToWriter>,
     waiting: &AtomicUsize,
+    grouping: &AtomicBool,
 ) -> Result<()> {
     let mut next = jobs.recv().ok();
     while let Some(message) = next.take() {
@@ -126,7 +127,7 @@ pub(super) fn writer_loop(
                 continue;
             }
             ToWriter::Wake => {
-                next = next_message(shared, &jobs);
+                next = next_message(shared, &jobs, grouping);
                 continue;
             }
         };
@@ -146,6 +147,10 @@ pub(super) fn writer_loop(
         }
         let left = waiting.fetch_sub(group.len(), Ordering::Relaxed).saturating_sub(group.len());
         crate::observe::writer(group.len(), left);
+        if group.len() == 1 && left == 0 {
+            // A group of one with nothing behind it: writes do not contend (any more).
+            grouping.store(false, Ordering::Relaxed);
+        }
         let mut writer = lock(shared);
         let Writer { conn: Some(conn), log, .. } = &mut *writer else { break };
         commit_group(conn, group);
@@ -157,7 +162,7 @@ pub(super) fn writer_loop(
         }
         drop(writer);
         if next.is_none() {
-            next = next_message(shared, &jobs);
+            next = next_message(shared, &jobs, grouping);
         }
     }
     let conn = lock(shared).conn.take();
@@ -168,7 +173,11 @@ pub(super) fn writer_loop(
 /// pause in writes, its own and those run where they were asked: after [`PAUSE`] with
 /// neither, the checkpointer copies what the log still holds ([`LogKeeper::on_pause`]), and
 /// the thread then waits untimed until a message comes.
-pub(super) fn next_message(shared: &Mutex<Writer>, jobs: &Receiver<ToWriter>) -> Option<ToWriter> {
+pub(super) fn next_message(
+    shared: &Mutex<Writer>,
+    jobs: &Receiver<ToWriter>,
+    grouping: &AtomicBool,
+) -> Option<ToWriter> {
     loop {
         let seen = {
             let writer = lock(shared);
@@ -196,6 +205,8 @@ pub(super) fn next_message(shared: &Mutex<Writer>, jobs: &Receiver<ToWriter>) ->
                 }
                 log.on_pause(conn);
                 *idle = true;
+                // Writes paused: the next one may run where it is asked again.
+                grouping.store(false, Ordering::Relaxed);
                 break;
             }
         }
