@@ -246,32 +246,21 @@ impl Fixture {
         self
     }
 
-    /// Declares that `store` reads time from `clock`, so cases can move it.
-    pub fn with_clock(mut self, clock: ManualClock) -> Self {
-        self.clock = Some(clock);
-        self
-    }
+    crate::builder::setters! {
+        /// Declares that `store` reads time from `clock`, so cases can move it.
+        with_clock(clock: ManualClock) => clock = Some(clock);
 
-    /// Declares how to build another unstarted instance on the same datastore (the same
-    /// database, Redis or file, and the same clock) with the given [`Quotas`], for the quota
-    /// cases. Each call of `open` must give a new instance; the cases start and close it.
-    pub fn with_quotas(
-        mut self,
-        open: impl Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
-    ) -> Self {
-        self.quotas = Some(Factory(Arc::new(open)));
-        self
-    }
+        /// Declares how to build another unstarted instance on the same datastore (the same
+        /// database, Redis or file, and the same clock) with the given [`Quotas`], for the quota
+        /// cases. Each call of `open` must give a new instance; the cases start and close it.
+        with_quotas(open: impl Fn(Quotas) -> Arc<dyn MemoryStore> + Send + Sync + 'static)
+            => quotas = Some(Factory(Arc::new(open)));
 
-    /// Declares how to build another unstarted instance on the same datastore (and clock) with
-    /// the given scan and batch [`Bounds`], for the bounds cases. Each call of `open` must give
-    /// a new instance; the cases start and close it.
-    pub fn with_bounds(
-        mut self,
-        open: impl Fn(Bounds) -> Arc<dyn MemoryStore> + Send + Sync + 'static,
-    ) -> Self {
-        self.bounds = Some(Factory(Arc::new(open)));
-        self
+        /// Declares how to build another unstarted instance on the same datastore (and clock)
+        /// with the given scan and batch [`Bounds`], for the bounds cases. Each call of `open`
+        /// must give a new instance; the cases start and close it.
+        with_bounds(open: impl Fn(Bounds) -> Arc<dyn MemoryStore> + Send + Sync + 'static)
+            => bounds = Some(Factory(Arc::new(open)));
     }
 
     /// Adds a second, independent, unstarted store instance on the same datastore: what a
