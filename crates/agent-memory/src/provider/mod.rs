@@ -73,6 +73,7 @@ pub use crate::search_scan::{
     DEFAULT_SEARCH_SCAN_BYTES, PREFILTER_BYTES,
 };
 pub use crate::write::{WriteCondition, WriteParts};
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 pub(crate) use options::common_setters;
 pub use options::CommonOptions;
 pub use registry::{registration, registrations, Opener, Registration};

@@ -115,6 +115,7 @@ impl CommonOptions {
 /// The builder methods of [`CommonOptions`] (`search_scan_limit`, `search_scan_bytes`,
 /// `erase_batch_size`) and of the quotas, for a builder holding the options at the given field
 /// path. Each provider names its defaults and adds a sentence on what the budget bounds there.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 macro_rules! common_setters {
     (
         $($field:ident).+;
@@ -148,4 +149,5 @@ macro_rules! common_setters {
         $crate::quota::quota_setters!($($field).+.quotas);
     };
 }
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 pub(crate) use common_setters;
