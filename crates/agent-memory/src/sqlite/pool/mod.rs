@@ -183,10 +183,11 @@ impl Pool {
         })
     }
 
-    /// Runs `f` on this thread in a transaction of its own on the writer's connection, when no
-    /// write is queued and the connection is free at this instant, and gives `f` back
-    /// otherwise (queue it with [`write`](Self::write) then); see "Lone writes run where they
-    /// are asked" above. Only for writes of one record: the caller's thread may be an async
+    /// Runs `f` on this thread in a transaction of its own on the writer's connection, when
+    /// writes are not contending (none queued, none grouped since the writer last committed a
+    /// group of one or saw a pause) and the connection is free at this instant, and gives `f`
+    /// back otherwise (queue it with [`write`](Self::write) then); see "Lone writes run where
+    /// they are asked" above. Only for writes of one record: the caller's thread may be an async
     /// runtime's.
     pub(super) fn write_here<T, F>(&self, f: F) -> std::result::Result<Result<T>, F>
     where
