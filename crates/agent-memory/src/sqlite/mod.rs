@@ -13,12 +13,10 @@ use crate::write::WriteParts;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use rusqlite::Connection;
-
 use self::config::Options;
 pub use self::config::{SqliteMemoryStoreBuilder, Synchronous};
 use self::error::{detected, PROVIDER};
-use self::pool::{off_runtime, Pool};
+use self::pool::{off_runtime, Job, Pool};
 /// The SQL that lays out a new file's tables and triggers, shared with the bench's ceiling.
 #[doc(hidden)]
 pub use self::schema::SCHEMA_SQL;
@@ -76,22 +74,14 @@ impl SqliteMemoryStore {
     }
 
     /// Runs `f` on a reader thread and awaits its reply.
-    async fn reading<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
+    async fn reading<T: Send + 'static>(&self, f: impl Job<T>) -> Result<T> {
         // The pool handle is dropped before waiting, so `close()` never waits for callers.
         let reply = self.pool()?.read(f)?;
         reply.await.map_err(|_| detected("a database task stopped before replying"))?
     }
 
     /// Runs `f` on the writer thread and awaits its reply, which comes after the commit.
-    async fn writing<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
+    async fn writing<T: Send + 'static>(&self, f: impl Job<T>) -> Result<T> {
         let pool = self.pool()?;
         if self.options.read_only {
             return Err(detected("the store was opened read-only"));
@@ -104,11 +94,7 @@ impl SqliteMemoryStore {
     /// Runs the write of one record `f` on this thread when no write is queued and the
     /// writer's connection is free (see "Lone writes run where they are asked" in `pool`), and
     /// on the writer thread as [`writing`](Self::writing) does otherwise.
-    async fn writing_one<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
+    async fn writing_one<T: Send + 'static>(&self, f: impl Job<T>) -> Result<T> {
         if self.options.read_only {
             return Err(detected("the store was opened read-only"));
         }

@@ -113,6 +113,16 @@ pub(super) struct Pool {
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
+/// Work for a connection's thread: runs once with its connection, and its result travels back
+/// to the caller, who awaits it as an [`Answer`].
+pub(super) trait Job<T>: FnOnce(&Connection) -> Result<T> + Send + 'static {}
+
+impl<T, F: FnOnce(&Connection) -> Result<T> + Send + 'static> Job<T> for F {}
+
+/// The caller's end of a queued [`Job`]: its result, once the job has run (for a write, once
+/// its group has committed).
+pub(super) type Answer<T> = oneshot::Receiver<Result<T>>;
+
 impl Pool {
     /// Opens the writer, creates or checks the schema, opens the readers, and starts one
     /// thread per connection. Blocks.
@@ -237,11 +247,7 @@ impl Pool {
     }
 
     /// Queues `f` for the writer thread; the reply arrives once its group committed.
-    pub(super) fn write<T, F>(&self, f: F) -> Result<oneshot::Receiver<Result<T>>>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
+    pub(super) fn write<T: Send + 'static>(&self, f: impl Job<T>) -> Result<Answer<T>> {
         let (reply, receiver) = oneshot::channel();
         let job: Box<dyn WriteJob> = Box::new(Pending { f, reply });
         let writer = self.writer.as_ref().ok_or_else(stopped)?;
@@ -257,7 +263,7 @@ impl Pool {
     /// Queues a `wal_checkpoint(TRUNCATE)` for the writer thread, after the writes queued
     /// before it; the reply is true when the log was emptied (false when a reader still used
     /// it).
-    pub(super) fn checkpoint(&self) -> Result<oneshot::Receiver<Result<bool>>> {
+    pub(super) fn checkpoint(&self) -> Result<Answer<bool>> {
         let (reply, receiver) = oneshot::channel();
         self.writer
             .as_ref()
@@ -289,11 +295,7 @@ impl Pool {
     /// Queues `f` for the next reader thread in turn. Every read is short (a bounded number of
     /// rows), so taking turns spreads load as well as picking an idle thread would, without a
     /// shared queue whose lock every thread would wake up for.
-    pub(super) fn read<T, F>(&self, f: F) -> Result<oneshot::Receiver<Result<T>>>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
+    pub(super) fn read<T: Send + 'static>(&self, f: impl Job<T>) -> Result<Answer<T>> {
         let (reply, receiver) = oneshot::channel();
         let job: ReadJob = Box::new(move |conn| {
             let _ = reply.send(f(conn));

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::log::{checkpoint, LogKeeper, PAUSE};
-use super::{close_connection, lock, stopped};
+use super::{close_connection, lock, stopped, Job};
 use crate::error::{MemoryError, Result};
 use crate::sqlite::error::{describe, detected, storage, PROVIDER};
 
@@ -82,11 +82,7 @@ pub(super) struct Ready<T> {
     reply: oneshot::Sender<Result<T>>,
 }
 
-impl<T, F> WriteJob for Pending<T, F>
-where
-    T: Send + 'static,
-    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-{
+impl<T: Send + 'static, F: Job<T>> WriteJob for Pending<T, F> {
     fn run(self: Box<Self>, conn: &Connection) -> (bool, Box<dyn Reply>) {
         let result = (self.f)(conn);
         (result.is_ok(), Box::new(Ready { result, reply: self.reply }))
