@@ -1,6 +1,5 @@
 //! [`MemoryRecord`], its [`Revision`] and its provenance, [`Source`].
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -167,17 +166,27 @@ impl Revision {
     }
 }
 
-impl fmt::Debug for Revision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Revision({})", self.0)
-    }
-}
+/// `Debug` and `Display` for an opaque token, a newtype over its text: it displays as the
+/// text alone (what a caller passes back), and debugs as the text in the type's name. A
+/// token is not private: it says nothing of the content it stands for.
+macro_rules! token_formatting {
+    ($token:ident) => {
+        impl std::fmt::Debug for $token {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!(stringify!($token), "({})"), self.0)
+            }
+        }
 
-impl fmt::Display for Revision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+        impl std::fmt::Display for $token {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
 }
+pub(crate) use token_formatting;
+
+token_formatting!(Revision);
 
 impl TryFrom<String> for Revision {
     type Error = crate::MemoryError;

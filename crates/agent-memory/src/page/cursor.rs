@@ -2,8 +2,6 @@
 //! cursor format, its scope tags, and the checks that bind a cursor to its operation, scope,
 //! prefix, match mode, case and metadata filter.
 
-use std::fmt;
-
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -340,17 +338,7 @@ fn applications_tag() -> u64 {
     tag_of(&[&[CursorKind::Applications.byte()]])
 }
 
-impl fmt::Debug for Cursor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Cursor({})", self.0)
-    }
-}
-
-impl fmt::Display for Cursor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+crate::record::token_formatting!(Cursor);
 
 impl std::str::FromStr for Cursor {
     type Err = MemoryError;
