@@ -15,7 +15,7 @@ use crate::awaitable::{run, Outcome, Reply};
 use crate::convert;
 use crate::errors::to_py;
 use crate::pystore::resolve;
-use crate::store::{filter_arg, page_arg, search_arg, write_arg};
+use crate::store::{filter_arg, page_arg, search_arg, write_arg, WriteOptions};
 use crate::types::{key_arg, source_arg, PyScope, PySource};
 
 /// The fact port over one store: a [`NativeUserFacts`] per end user.
@@ -182,8 +182,8 @@ impl NativeScoped {
         create_only: bool,
         source: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let write =
-            write_arg(py, content, metadata, expires_at, expected_revision, create_only, source)?;
+        let options = WriteOptions { metadata, expires_at, expected_revision, create_only, source };
+        let write = write_arg(py, content, options)?;
         let (memory, key) = (self.memory(py)?, key_arg(key)?);
         run(py, async move { memory.put(&key, write).await.map(|r| Reply::Record(Some(r))).into() })
     }

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
-use crate::store::{match_arg, page_arg, search_arg, write_arg};
+use crate::store::{match_arg, page_arg, search_arg, write_arg, WriteOptions};
 use crate::types::PyScope;
 
 fn kind(py: Python<'_>, name: &str) -> PyResult<CursorKind> {
@@ -44,8 +44,8 @@ fn check_put(
     source: Option<&Bound<'_, PyAny>>,
     now: f64,
 ) -> PyResult<()> {
-    let write =
-        write_arg(py, content, metadata, expires_at, expected_revision, create_only, source)?;
+    let options = WriteOptions { metadata, expires_at, expected_revision, create_only, source };
+    let write = write_arg(py, content, options)?;
     let key = convert::text(key, "key")?;
     let now = convert::timestamp(now).map_err(|e| to_py(py, e))?;
     write.validate(&key, now).map_err(|e| to_py(py, e))

@@ -106,6 +106,37 @@ impl PyStore {
             ))
         })
     }
+
+    /// Calls one of the paged methods on a scope (`list`, `list_keys`, `search` or
+    /// `purge_expired`, the operation `kind`) and awaits what it returns.
+    ///
+    /// The core checks the request's options for `kind` first ([`refuse_options`]), so the
+    /// method is called with the scope (and the `query`, for `search`), the page's `limit` and
+    /// `after`, and only those of `prefix`, `match`, `ignore_case` and `metadata` that the
+    /// request sets and the operation takes: a store without prefix or filter support still
+    /// serves every request that does not use them.
+    async fn call_scoped_page(
+        &self,
+        name: &'static str,
+        kind: CursorKind,
+        scope: &MemoryScope,
+        query: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Py<PyAny>> {
+        refuse_options(page, kind, scope)?;
+        self.call(|store| {
+            let kwargs = page_kwargs(store.py(), page)?;
+            if !page.prefix.is_empty() {
+                kwargs.set_item("prefix", &page.prefix)?;
+            }
+            set_options(&kwargs, page)?;
+            match query {
+                Some(query) => store.call_method(name, (scope_obj(scope), query), Some(&kwargs)),
+                None => store.call_method(name, (scope_obj(scope),), Some(&kwargs)),
+            }
+        })
+        .await
+    }
 }
 
 /// The error of a call into a Python store once the interpreter is exiting.
@@ -173,12 +204,14 @@ impl PyStore {
     /// cursors are translated both ways, so callers see `list_keys` cursors only. A store that
     /// makes cursors of its own gets its `list` tokens back to judge itself; on the way out
     /// they carry [`OWN_KEYS_CURSOR`] in front, so a `list_keys` cursor is never a `list` one
-    /// (the store refuses it there) and a `list` cursor is refused here.
+    /// (the store refuses it there) and a `list` cursor is refused here. The request's options
+    /// are checked for `list_keys` first, as they are for a store with the method.
     async fn list_keys_by_list(
         &self,
         scope: &MemoryScope,
         mut page: PageRequest,
     ) -> Result<KeyInfoPage> {
+        refuse_options(&page, CursorKind::Keys, scope)?;
         if let Some(after) = page.after.take_if(|after| !after.is_core_format()) {
             let own = after.as_str().strip_prefix(OWN_KEYS_CURSOR).ok_or_else(|| {
                 MemoryError::invalid("cursor", "belongs to another operation of this store")
@@ -356,37 +389,17 @@ impl MemoryStore for PyStore {
     }
 
     async fn list(&self, scope: &MemoryScope, page: PageRequest) -> Result<MemoryPage> {
-        refuse_options(&page, CursorKind::List, scope)?;
-        let reply = self
-            .call(|store| {
-                let kwargs = page_kwargs(store.py(), &page)?;
-                // Only a prefixed listing passes `prefix` (and only a filtered one `metadata`),
-                // so a store without prefix or filter support still serves every other listing.
-                if !page.prefix.is_empty() {
-                    kwargs.set_item("prefix", &page.prefix)?;
-                }
-                set_options(&kwargs, &page)?;
-                store.call_method("list", (scope_obj(scope),), Some(&kwargs))
-            })
-            .await?;
+        let reply = self.call_scoped_page("list", CursorKind::List, scope, None, &page).await?;
         page_reply::<PyPage>(reply, "the Python store's list did not return a MemoryPage")
     }
 
     async fn list_keys(&self, scope: &MemoryScope, page: PageRequest) -> Result<KeyInfoPage> {
         let own = Python::attach(|py| self.object.bind(py).hasattr("list_keys")).unwrap_or(false);
-        refuse_options(&page, CursorKind::Keys, scope)?;
         if !own {
             return self.list_keys_by_list(scope, page).await;
         }
-        let reply = self
-            .call(|store| {
-                let kwargs = page_kwargs(store.py(), &page)?;
-                if !page.prefix.is_empty() {
-                    kwargs.set_item("prefix", &page.prefix)?;
-                }
-                store.call_method("list_keys", (scope_obj(scope),), Some(&kwargs))
-            })
-            .await?;
+        let reply =
+            self.call_scoped_page("list_keys", CursorKind::Keys, scope, None, &page).await?;
         page_reply::<PyKeyInfoPage>(
             reply,
             "the Python store's list_keys did not return a KeyInfoPage",
@@ -399,14 +412,8 @@ impl MemoryStore for PyStore {
         query: &str,
         page: PageRequest,
     ) -> Result<MemoryPage> {
-        refuse_options(&page, CursorKind::Search, scope)?;
-        let reply = self
-            .call(|store| {
-                let kwargs = page_kwargs(store.py(), &page)?;
-                set_options(&kwargs, &page)?;
-                store.call_method("search", (scope_obj(scope), query), Some(&kwargs))
-            })
-            .await?;
+        let reply =
+            self.call_scoped_page("search", CursorKind::Search, scope, Some(query), &page).await?;
         page_reply::<PyPage>(reply, "the Python store's search did not return a MemoryPage")
     }
 
@@ -494,13 +501,8 @@ impl MemoryStore for PyStore {
         scope: &MemoryScope,
         page: PageRequest,
     ) -> Result<MemoryCleanupPage> {
-        refuse_options(&page, CursorKind::Purge, scope)?;
-        let reply = self
-            .call(|store| {
-                let kwargs = page_kwargs(store.py(), &page)?;
-                store.call_method("purge_expired", (scope_obj(scope),), Some(&kwargs))
-            })
-            .await?;
+        let reply =
+            self.call_scoped_page("purge_expired", CursorKind::Purge, scope, None, &page).await?;
         let (deleted, next) = read(
             reply,
             |r| Ok(r.cast::<PyCleanupPage>()?.get().parts()),

@@ -35,20 +35,25 @@ pub(crate) struct NativeStore {
     provider: &'static str,
 }
 
-/// Builds the core's `MemoryWrite` from `put`'s arguments.
+/// `put`'s keyword options, as Python passed them: what [`write_arg`] adds to the content.
+pub(crate) struct WriteOptions<'a> {
+    pub(crate) metadata: Option<&'a Bound<'a, PyAny>>,
+    pub(crate) expires_at: Option<f64>,
+    pub(crate) expected_revision: Option<&'a str>,
+    pub(crate) create_only: bool,
+    pub(crate) source: Option<&'a Bound<'a, PyAny>>,
+}
+
+/// Builds the core's `MemoryWrite` from `put`'s content and options.
 ///
 /// `expected_revision` and `create_only` ask for opposite things, so together they are
 /// invalid rather than one silently winning.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_arg(
     py: Python<'_>,
     content: &Bound<'_, PyAny>,
-    metadata: Option<&Bound<'_, PyAny>>,
-    expires_at: Option<f64>,
-    expected_revision: Option<&str>,
-    create_only: bool,
-    source: Option<&Bound<'_, PyAny>>,
+    options: WriteOptions<'_>,
 ) -> PyResult<MemoryWrite> {
+    let WriteOptions { metadata, expires_at, expected_revision, create_only, source } = options;
     let fail = |e| to_py(py, e);
     let mut write = MemoryWrite::new(convert::text(content, "content")?);
     if let Some(metadata) = metadata.filter(|m| !m.is_none()) {
