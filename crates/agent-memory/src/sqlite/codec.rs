@@ -51,7 +51,9 @@ pub(super) fn decode(row: &Row<'_>, scope: &MemoryScope) -> Result<MemoryRecord>
     let get_text = |i: usize| row.get::<_, String>(i).map_err(storage(what));
     let get_opt_text = |i: usize| row.get::<_, Option<String>>(i).map_err(storage(what));
     let get_int = |i: usize| row.get::<_, i64>(i).map_err(storage(what));
-    let metadata: Metadata = serde_json::from_str(&get_text(2)?)
+    // Parsed from the row's own text: no copy of it is made first.
+    let metadata_text = row.get_ref(2).and_then(|v| Ok(v.as_str()?)).map_err(storage(what))?;
+    let metadata: Metadata = serde_json::from_str(metadata_text)
         .map_err(|err| MemoryError::storage_from(PROVIDER, "stored metadata is unreadable", err))?;
     let expires_at = row.get::<_, Option<i64>>(6).map_err(storage(what))?;
     Ok(MemoryRecord {
