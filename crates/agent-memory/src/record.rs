@@ -167,8 +167,7 @@ impl Revision {
 }
 
 /// `Debug` and `Display` for an opaque token, a newtype over its text: it displays as the
-/// text alone (what a caller passes back), and debugs as the text in the type's name. A
-/// token is not private: it says nothing of the content it stands for.
+/// text alone (what a caller passes back), and debugs as the text in the type's name.
 macro_rules! token_formatting {
     ($token:ident) => {
         impl std::fmt::Debug for $token {
