@@ -3,8 +3,9 @@
 //! See the [module docs](super) for the layout and the reasoning behind it.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::config::Options;
 use super::error::{detected, storage};
@@ -206,7 +207,7 @@ pub(super) fn prepare(conn: &mut Connection, options: &Options) -> Result<()> {
     match inspect(conn)? {
         Found::Foreign => Err(foreign()),
         Found::Ours(1) if !options.read_only => {
-            ensure_wal(conn)?;
+            ensure_wal(conn, options.busy_timeout)?;
             upgrade(conn)
         }
         Found::Ours(1) => {
@@ -215,7 +216,7 @@ pub(super) fn prepare(conn: &mut Connection, options: &Options) -> Result<()> {
         Found::Ours(version) => {
             check(conn, version)?;
             if !options.read_only {
-                ensure_wal(conn)?;
+                ensure_wal(conn, options.busy_timeout)?;
             }
             Ok(())
         }
@@ -223,7 +224,7 @@ pub(super) fn prepare(conn: &mut Connection, options: &Options) -> Result<()> {
             Err(detected("the file holds no agent-memory database and the store is read-only"))
         }
         Found::Empty => {
-            ensure_wal(conn)?;
+            ensure_wal(conn, options.busy_timeout)?;
             // Another process may be creating the schema at the same moment: look again under
             // the write lock, and create only if the file is still empty.
             let tx = conn
@@ -244,10 +245,28 @@ fn foreign() -> crate::MemoryError {
     detected("the file holds a database of another application")
 }
 
-fn ensure_wal(conn: &Connection) -> Result<()> {
+/// Switches the file to write-ahead logging (a no-op once it is), waiting up to `patience` for
+/// other connections.
+///
+/// Two processes opening a new file at once both switch it, and each switch reads the file
+/// before it takes the exclusive lock; SQLite then refuses one of them at once with `BUSY`
+/// instead of calling its busy handler, since both waiting on each other could deadlock. So
+/// a refused switch is tried again here until the busy timeout would have run out. Switching
+/// is idempotent and writes no record.
+fn ensure_wal(conn: &Connection, patience: Duration) -> Result<()> {
     let what = "switching to write-ahead logging failed";
-    let mode: String =
-        conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(storage(what))?;
+    let deadline = Instant::now() + patience;
+    let mode: String = loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => break other.map_err(storage(what))?,
+        }
+    };
     if mode.eq_ignore_ascii_case("wal") {
         Ok(())
     } else {

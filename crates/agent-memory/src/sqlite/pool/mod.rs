@@ -28,7 +28,8 @@
 //! with nothing queued behind it, or writes pause for [`PAUSE`](log::PAUSE).
 //! (Mixing the two under load left groups smaller and put callers' transactions on runtime
 //! threads that the writer thread then waited for: the 99th percentile of 16 writers tripled.)
-//! Writes go to the writer thread too when each commit syncs the disk (`synchronous=FULL`), and
+//! Writes go to the writer thread too when each commit syncs the disk (`synchronous=FULL`) or
+//! the log is due for the writer to copy (it copies it right after that write's commit), and
 //! erasure batches always do. So a single writer pays no hand-off, and under load writes
 //! commit in groups as before.
 //!
@@ -218,6 +219,13 @@ impl Pool {
         let Writer { conn: Some(conn), log, commits_here, idle } = &mut *writer else {
             return Err(f);
         };
+        if log.as_ref().is_some_and(|log| log.copy_due) {
+            // The log is at its limit: copying it is the writer thread's work, right after the
+            // commit of this write there. (Left to the writer thread's timer instead, the copy
+            // could wait long behind a caller that writes without pause, as it takes this
+            // connection back between its writes sooner than the timer's thread is scheduled.)
+            return Err(f);
+        }
         // Another process's write lock is waited for on the writer thread, never here.
         let began = conn
             .busy_timeout(Duration::ZERO)
