@@ -139,11 +139,12 @@ impl Fixture {
     /// the same database, Redis or file). The replica cases race the two instances against each
     /// other; the harness starts and closes it alongside the store.
     ///
-    /// Without it, [`Harness::replica`](super::Harness::replica) is the store itself. That is
-    /// the honest default for a provider that cannot have two instances on one datastore (the
-    /// in-memory provider keeps its data inside the instance), and it still runs every replica
-    /// case, as a race between tasks of one instance. A provider that can have replicas should pass one here, so the
-    /// cases prove that the conditional checks live in the datastore and not in the instance.
+    /// Without it, [`Harness::replica`](super::Harness::replica) is the store itself. That is the
+    /// honest default for a provider that cannot have two instances on one datastore (the in-memory
+    /// provider keeps its data inside the instance), and it still runs every replica case, as a
+    /// race between tasks of one instance. A provider that can have replicas should pass one here,
+    /// so the cases prove that the conditional checks live in the datastore and not in the
+    /// instance.
     pub fn with_replica(mut self, store: Arc<dyn MemoryStore>) -> Self {
         self.replica = Some(store);
         self

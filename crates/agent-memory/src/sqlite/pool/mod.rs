@@ -34,25 +34,26 @@
 //! commit in groups as before.
 //!
 //! **Group commit.** The writer thread takes every write job that is waiting (up to
-//! [`MAX_GROUP`](writer::MAX_GROUP)) and runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
-//! savepoint: a job that fails (a revision conflict, say) is rolled back to its savepoint
-//! alone, and the others commit. A lone job needs no savepoint: the transaction is rolled
+//! [`MAX_GROUP`](writer::MAX_GROUP)) and runs them in one `BEGIN IMMEDIATE` transaction, each
+//! inside its own savepoint: a job that fails (a revision conflict, say) is rolled back to its
+//! savepoint alone, and the others commit. A lone job needs no savepoint: the transaction is rolled
 //! back or committed for it alone. Replies are sent only after `COMMIT` returns, so a write is
-//! acknowledged only once it is in the log; if the commit fails, every job of the group that
-//! had succeeded gets a `Storage` error (its write may or may not have committed). Jobs of one
-//! group run one after another under the write lock, so a compare-and-set still sees every
-//! write before it.
+//! acknowledged only once it is in the log; if the commit fails, every job of the group that had
+//! succeeded gets a `Storage` error (its write may or may not have committed). Jobs of one group
+//! run one after another under the write lock, so a compare-and-set still sees every write before
+//! it.
 //!
-//! **Checkpoints off the write path.** SQLite's automatic checkpoint runs inside the commit
-//! that takes the write-ahead log past 1,000 pages, so that commit, and every write queued
-//! behind it, waits while the pages are copied into the database file and both files are
-//! synced: the long tail of write latency. The writer's connection turns it off (a
-//! write-ahead-log hook replaces it, see [`LogKeeper`](log::LogKeeper)) and keeps the checkpointer thread
-//! copying while the log holds [`CHECKPOINT_PAGES`](log::CHECKPOINT_PAGES) pages or more, and whenever writes pause
-//! for [`PAUSE`](log::PAUSE); its own connection copies them with `PASSIVE` checkpoints while writes go on.
-//! SQLite starts the log over at the first write that begins once every page has been copied,
+//! **Checkpoints off the write path.** SQLite's automatic checkpoint runs inside the commit that
+//! takes the write-ahead log past 1,000 pages, so that commit, and every write queued behind it,
+//! waits while the pages are copied into the database file and both files are synced: the long tail
+//! of write latency. The writer's connection turns it off (a write-ahead-log hook replaces it, see
+//! [`LogKeeper`](log::LogKeeper)) and keeps the checkpointer thread copying while the log holds
+//! [`CHECKPOINT_PAGES`](log::CHECKPOINT_PAGES) pages or more, and whenever writes pause for
+//! [`PAUSE`](log::PAUSE); its own connection copies them with `PASSIVE` checkpoints while writes go
+//! on. SQLite starts the log over at the first write that begins once every page has been copied,
 //! which a pause allows; should writes never pause, the log would only grow, so at
-//! [`LOG_PAGES_LIMIT`](log::LOG_PAGES_LIMIT) pages the writer copies the remainder itself, between two groups.
+//! [`LOG_PAGES_LIMIT`](log::LOG_PAGES_LIMIT) pages the writer copies the remainder itself, between
+//! two groups.
 //!
 //! After an erasure the store asks the writer thread itself for a `wal_checkpoint(TRUNCATE)`,
 //! which runs between groups (a checkpoint cannot run inside a transaction): it copies the
