@@ -8,57 +8,50 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// The scripts, one per operation.
-pub(super) struct Scripts {
+/// Declares the scripts once: the `Scripts` struct with one field per operation, its `all()`
+/// for loading them at `start()`, and `SCRIPTS`, each built from its files in order (the
+/// writes start with `usage.lua`, the quota helpers they call).
+macro_rules! scripts {
+    ($($(#[doc = $doc:literal])* $name:ident = $($file:literal)+;)+) => {
+        /// The scripts, one per operation.
+        pub(super) struct Scripts {
+            $($(#[doc = $doc])* pub(super) $name: Script,)+
+        }
+
+        impl Scripts {
+            /// Every script, for loading them all at `start()`.
+            pub(super) fn all(&self) -> Vec<&Script> {
+                vec![$(&self.$name),+]
+            }
+        }
+
+        /// The scripts, hashed on first use: the hash is what every call sends.
+        pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+            $($name: Script::new(concat!($(include_str!($file)),+)),)+
+        });
+    };
+}
+
+scripts! {
     /// Insert or replace one record, with its compare-and-set check.
-    pub(super) put: Script,
+    put = "usage.lua" "put.lua";
     /// Read one live record.
-    pub(super) get: Script,
+    get = "get.lua";
     /// One page of `list` or `search`.
-    pub(super) page: Script,
+    page = "page.lua";
     /// One page of `list_keys`.
-    pub(super) keys: Script,
+    keys = "keys.lua";
     /// Delete one record, optionally only at an expected revision.
-    pub(super) delete: Script,
+    delete = "usage.lua" "delete.lua";
     /// One batch of `delete_all`.
-    pub(super) delete_all: Script,
+    delete_all = "usage.lua" "delete_all.lua";
     /// One batch of `delete_user`.
-    pub(super) delete_user: Script,
+    delete_user = "delete_user.lua";
     /// One page of `list_namespaces`.
-    pub(super) namespaces: Script,
+    namespaces = "namespaces.lua";
     /// One page of `purge_expired`.
-    pub(super) purge: Script,
+    purge = "usage.lua" "purge.lua";
 }
-
-impl Scripts {
-    /// Every script, for loading them all at `start()`.
-    pub(super) fn all(&self) -> [&Script; 9] {
-        [
-            &self.put,
-            &self.get,
-            &self.page,
-            &self.keys,
-            &self.delete,
-            &self.delete_all,
-            &self.delete_user,
-            &self.namespaces,
-            &self.purge,
-        ]
-    }
-}
-
-/// The scripts, hashed on first use: the hash is what every call sends.
-pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    put: Script::new(concat!(include_str!("usage.lua"), include_str!("put.lua"))),
-    get: Script::new(include_str!("get.lua")),
-    page: Script::new(include_str!("page.lua")),
-    keys: Script::new(include_str!("keys.lua")),
-    delete: Script::new(concat!(include_str!("usage.lua"), include_str!("delete.lua"))),
-    delete_all: Script::new(concat!(include_str!("usage.lua"), include_str!("delete_all.lua"))),
-    delete_user: Script::new(include_str!("delete_user.lua")),
-    namespaces: Script::new(include_str!("namespaces.lua")),
-    purge: Script::new(concat!(include_str!("usage.lua"), include_str!("purge.lua"))),
-});
 
 /// The ACL rules a Redis user needs for this provider and no more: its keys only (`~am:*`, the
 /// prefix of every key it writes), no Pub/Sub channels, and only the commands the store sends
