@@ -19,7 +19,7 @@ mod support;
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
 fn python() -> PathBuf {
-    support::python(
+    agent_memory_testkit::util::python(
         "The MCP end-to-end test needs a Python with the official MCP SDK",
         "create one with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
          ~/.cache/agent-memory/ci-venv/bin/pip install 'mcp>=1.2,<2'\nand run\n  export \

@@ -18,7 +18,7 @@ use support::{exited, json_lines, Fixture, Listening, INVALID, NOT_FOUND, OK};
 const BINARY: &str = env!("CARGO_BIN_EXE_agent-memory");
 
 fn python() -> PathBuf {
-    support::python(
+    agent_memory_testkit::util::python(
         "The MCP HTTP end-to-end tests need a Python with the official MCP SDK and PyJWT",
         "create one with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
          ~/.cache/agent-memory/ci-venv/bin/pip install 'mcp>=1.30,<2' 'pyjwt[crypto]>=2.8,<3'\n\

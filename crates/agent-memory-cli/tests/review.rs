@@ -32,7 +32,7 @@ const NOTES: usize = 23;
 const TTL: Duration = Duration::from_secs(15 * 60);
 
 fn python() -> PathBuf {
-    support::python(
+    agent_memory_testkit::util::python(
         "The review page's browser tests need a Python with Playwright and Debian's chromium",
         "run scripts/test, or\n  apt-get install chromium && python3 -m venv VENV && \
          VENV/bin/pip install 'playwright>=1.48,<2'\n  export AGENT_MEMORY_TEST_PYTHON=VENV/bin/python",

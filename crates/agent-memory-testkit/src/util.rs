@@ -6,6 +6,7 @@
 //! too.
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 /// True under CI (`CI=true` or `CI=1`), where a test that cannot get what it needs must fail
@@ -59,6 +60,31 @@ impl Needs {
             packages.join(" ")
         );
     }
+}
+
+/// The Python the end-to-end tests run their official clients on, named by
+/// `AGENT_MEMORY_TEST_PYTHON` (`scripts/test` makes that environment and sets it).
+///
+/// # Panics
+/// When the variable is not set, saying what `needs` it and how to `make` one.
+pub fn python(needs: &str, make: &str) -> PathBuf {
+    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
+        Some(python) if !python.is_empty() => PathBuf::from(python),
+        _ => panic!(
+            "AGENT_MEMORY_TEST_PYTHON is not set{}. {needs}; {make}",
+            if ci() { " under CI=true" } else { "" }
+        ),
+    }
+}
+
+/// Starts `cmd`, a script run by [`python`], with the streams the caller set.
+///
+/// # Panics
+/// When the interpreter cannot start, naming the variable that chose it.
+pub fn spawn_python(cmd: &mut Command) -> Child {
+    cmd.spawn().unwrap_or_else(|err| {
+        panic!("cannot run {:?} (AGENT_MEMORY_TEST_PYTHON): {err}", cmd.get_program())
+    })
 }
 
 /// A free loopback TCP port, as reported by the OS at this instant. Another process may take

@@ -23,18 +23,13 @@ use serde_json::{json, Value};
 const TOLERATED: [&str; 3] = ["D1", "D2", "D3"];
 
 fn python() -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => panic!(
-            "AGENT_MEMORY_TEST_PYTHON is not set{}. The memory tool's differential test runs the \
-             Anthropic SDK's reference implementation; create a Python environment with\n  \
-             python3 -m venv ~/.cache/agent-memory/ci-venv && \
-             ~/.cache/agent-memory/ci-venv/bin/pip install 'anthropic>=2.15,<3'\nand run\n  \
-             export AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n\
-             (scripts/test does both).",
-            if agent_memory_testkit::util::ci() { " under CI=true" } else { "" }
-        ),
-    }
+    agent_memory_testkit::util::python(
+        "The memory tool's differential test runs the Anthropic SDK's reference implementation",
+        "create a Python environment with\n  python3 -m venv ~/.cache/agent-memory/ci-venv && \
+         ~/.cache/agent-memory/ci-venv/bin/pip install 'anthropic>=2.15,<3'\nand run\n  \
+         export AGENT_MEMORY_TEST_PYTHON=~/.cache/agent-memory/ci-venv/bin/python\n\
+         (scripts/test does both).",
+    )
 }
 
 fn env_or(name: &str, default: String) -> String {
@@ -68,18 +63,16 @@ fn random_command_sequences_match_the_reference_implementation() {
     let store = Arc::new(SqliteMemoryStore::new(dir.path().join("memory-tool.db")));
     runtime.block_on(store.start()).expect("the store starts");
 
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .arg(&seed)
-        .arg(&sequences)
-        .env("TMPDIR", dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!("cannot run {} (AGENT_MEMORY_TEST_PYTHON): {err}", python.display())
-        });
+    let mut child = agent_memory_testkit::util::spawn_python(
+        Command::new(&python)
+            .arg(&script)
+            .arg(&seed)
+            .arg(&sequences)
+            .env("TMPDIR", dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let mut to_script = child.stdin.take().expect("piped stdin");
     let from_script = BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut stderr = child.stderr.take().expect("piped stderr");

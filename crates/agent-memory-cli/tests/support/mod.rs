@@ -1,6 +1,6 @@
 //! What the binary's test files share: a temp SQLite store, commands with a clean environment,
 //! readers for the JSON Lines and one-line errors the CLI prints, servers the binary runs on a
-//! loopback port, and the Python the end-to-end clients run on.
+//! loopback port, and the runner of the end-to-end clients.
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
@@ -149,21 +149,6 @@ pub fn assert_one_line_error(cmd: &mut Command, code: i32, contains: &str, what:
     assert!(stderr.contains(contains), "{what}: {stderr:?} should contain {contains:?}");
 }
 
-/// The Python named by `AGENT_MEMORY_TEST_PYTHON`; panics saying what `needs` it and how to
-/// `make` one when it is not set.
-pub fn python(needs: &str, make: &str) -> PathBuf {
-    match std::env::var_os("AGENT_MEMORY_TEST_PYTHON") {
-        Some(python) if !python.is_empty() => PathBuf::from(python),
-        _ => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            panic!(
-                "AGENT_MEMORY_TEST_PYTHON is not set{}. {needs}; {make}",
-                if ci { " under CI=true" } else { "" }
-            )
-        }
-    }
-}
-
 /// The binary with no `AGENT_MEMORY_*` variables and a private home, so no test can reach the
 /// developer's own memories.
 pub fn server_command(home: &Path) -> std::process::Command {
@@ -284,14 +269,9 @@ pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitSta
 /// its output on threads so a chatty client never blocks on a full pipe, and panics with that
 /// output unless it exits successfully having printed `passed`; returns its stdout.
 pub fn run_client(cmd: &mut std::process::Command, what: &str, passed: &str) -> String {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!("cannot run {:?} (AGENT_MEMORY_TEST_PYTHON): {err}", cmd.get_program())
-        });
+    let mut child = agent_memory_testkit::util::spawn_python(
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    );
     let read_all = |mut stream: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut text = String::new();
