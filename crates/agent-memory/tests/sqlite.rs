@@ -329,16 +329,16 @@ async fn erasure_leaves_the_content_in_neither_the_file_nor_the_log() {
 }
 
 /// The writer turns SQLite's automatic checkpoint off and leaves checkpoints to the
-/// checkpointer thread, copying the remainder itself when the log reaches 8,000 pages (32 MiB)
-/// without a pause: the log must stay near that size however much is written. Written without
-/// any checkpoint, these records would leave a log of about 160 MB.
+/// checkpointer thread, copying the remainder itself when the log reaches 32,000 pages
+/// (128 MiB) without a pause: the log must stay near that size however much is written.
+/// Written without any checkpoint, these records would leave a log of about 520 MB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_is_checkpointed_beside_the_writes() {
     let OnFile { store, wal, _dir, .. } = started_on_file("log.db").await;
     let s = scope("log-writer");
     let content = "w".repeat(16_000);
     let mut largest_log = 0;
-    for n in 0..5_000 {
+    for n in 0..16_000 {
         let key = format!("key-{n:05}");
         store.put(&s, &key, MemoryWrite::new(content.clone())).await.expect("put");
         if n % 100 == 0 {
@@ -346,11 +346,11 @@ async fn the_log_is_checkpointed_beside_the_writes() {
         }
     }
     assert!(
-        largest_log < 48 << 20,
-        "the log reached {largest_log} bytes for 80 MB written: it is not being checkpointed \
+        largest_log < 192 << 20,
+        "the log reached {largest_log} bytes for 256 MB written: it is not being checkpointed \
          and started over"
     );
-    let last = store.get(&s, "key-04999").await.expect("get").expect("the last record");
+    let last = store.get(&s, "key-15999").await.expect("get").expect("the last record");
     assert_eq!(last.content, content);
     store.close().await.expect("close");
     assert!(!wal.exists(), "closing the last connection checkpoints and removes the log");

@@ -24,8 +24,9 @@
 //! less than the two thread wake-ups a hand-off to the writer thread costs. It never waits for
 //! another process's write lock there (the busy timeout is zero for its `BEGIN`). Once one
 //! write has had to queue (the connection was busy), writes are contending: every write then
-//! goes to the writer thread, to commit in groups, until the writer commits a group of one
-//! with nothing queued behind it, or writes pause for [`PAUSE`](log::PAUSE).
+//! goes to the writer thread, to commit in groups, until the writer has committed
+//! [`LONE_GROUPS`](writer::LONE_GROUPS) groups of one in a row with nothing queued behind them,
+//! or writes pause for [`PAUSE`](log::PAUSE).
 //! (Mixing the two under load left groups smaller and put callers' transactions on runtime
 //! threads that the writer thread then waited for: the 99th percentile of 16 writers tripled.)
 //! Writes go to the writer thread too when each commit syncs the disk (`synchronous=FULL`) or
@@ -97,9 +98,9 @@ pub(super) struct Pool {
     busy_timeout: Duration,
     /// Write jobs sent and not yet taken by the writer thread, for its queue-depth gauge.
     waiting: Arc<AtomicUsize>,
-    /// Set when a write is queued, cleared by the writer thread when writes stop contending (a
-    /// group of one with none behind it, or a pause): while writes contend, they all commit in
-    /// groups on the writer thread.
+    /// Set when a write is queued, cleared by the writer thread when writes stop contending
+    /// (groups of one with none behind them, or a pause): while writes contend, they all commit
+    /// in groups on the writer thread.
     grouping: Arc<AtomicBool>,
     /// The reader connections; reader thread `i` serves connection `i`.
     connections: Arc<Vec<Mutex<Connection>>>,
@@ -196,11 +197,11 @@ impl Pool {
     }
 
     /// Runs `f` on this thread in a transaction of its own on the writer's connection, when
-    /// writes are not contending (none queued, none grouped since the writer last committed a
-    /// group of one or saw a pause) and the connection is free at this instant, and gives `f`
-    /// back otherwise (queue it with [`write`](Self::write) then); see "Lone writes run where
-    /// they are asked" above. Only for writes of one record: the caller's thread may be an async
-    /// runtime's.
+    /// writes are not contending (none queued, none grouped since the writer last committed
+    /// groups of one in a row or saw a pause) and the connection is free at this instant, and
+    /// gives `f` back otherwise (queue it with [`write`](Self::write) then); see "Lone writes
+    /// run where they are asked" above. Only for writes of one record: the caller's thread may
+    /// be an async runtime's.
     pub(super) fn write_here<T, F>(&self, f: F) -> std::result::Result<Result<T>, F>
     where
         F: FnOnce(&Connection) -> Result<T>,
