@@ -23,7 +23,7 @@ pub(super) const MAX_GROUP: usize = 64;
 /// longer contending and may run where they are asked again. One such group is common under
 /// load too, between two bursts of replies: leaving group commit on the first one let the
 /// caller whose write ran first write on, on its runtime thread, while the callers queued
-/// behind it on that thread waited (16 writers: p99 ÷ p50 of 5–13, against 3–4 with eight).
+/// behind it on that thread waited (16 writers: p99 ÷ p50 of 5–13, against 3–4.4 with eight).
 pub(super) const LONE_GROUPS: u32 = 8;
 
 /// What the writer thread receives.
