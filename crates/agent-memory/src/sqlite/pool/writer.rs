@@ -55,7 +55,8 @@ pub(super) struct Writer {
 }
 
 /// The writer's count of groups of one with nothing queued behind them, in a row: how it
-/// tells when writes stop contending.
+/// tells when writes stop contending. (A pause in writes ends contention too, in
+/// [`next_message`]; the count is left as it is then.)
 #[derive(Debug, Default)]
 pub(super) struct LoneGroups(u32);
 
