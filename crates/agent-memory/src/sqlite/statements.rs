@@ -58,31 +58,18 @@ pub(super) fn put(
     let now_micros = now.as_micros();
     let bytes = record_bytes(key, &parts.content, &parts.metadata, &parts.source);
     // The row at the key, live or expired: an expired one is replaced too, and its bytes are
-    // what the write frees.
-    let held: Option<(i64, i64, i64, bool)> = conn
-        .prepare_cached(concat!(
-            "SELECT revision, created_at, bytes, ",
-            live!("?5"),
-            " FROM memory_records ",
-            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4"
-        ))
-        .and_then(|mut stmt| {
-            stmt.query_row(params![app, user, ns, key, now_micros], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .optional()
-        })
-        .map_err(storage(what))?;
-    let live = held.filter(|row| row.3).map(|(revision, created_at, ..)| (revision, created_at));
+    // what the write frees. Under quotas, what the user holds comes with it.
+    let (held, usage) = held_row(conn, scope, key, now_micros, !quotas.is_unlimited())?;
+    let live = held.filter(|row| row.live).map(|row| (row.revision, row.created_at));
     match (&parts.condition, live) {
         (WriteCondition::CreateOnly, Some(_)) => return Err(MemoryError::already_exists()),
         (WriteCondition::Revision(_), Some((revision, _))) if Some(revision) == expected => {}
         (WriteCondition::Revision(_), _) => return Err(MemoryError::stale_revision()),
         _ => {}
     }
-    if !quotas.is_unlimited() {
-        let old_bytes = held.map(|row| u64::try_from(row.2).unwrap_or(0));
-        quotas.admit(usage(conn, scope)?, UsageChange::of_write(old_bytes, bytes))?;
+    if let Some(usage) = usage {
+        let old_bytes = held.map(|row| u64::try_from(row.bytes).unwrap_or(0));
+        quotas.admit(usage, UsageChange::of_write(old_bytes, bytes))?;
     }
     let created_at = live.map_or(now_micros, |(_, created_at)| created_at);
     let revision: i64 = conn
@@ -134,24 +121,70 @@ pub(super) fn put(
     })
 }
 
-/// What the scope's user holds now, from the row the usage triggers keep.
-fn usage(conn: &Connection, scope: &MemoryScope) -> Result<Usage> {
-    let held: Option<(i64, i64)> = conn
-        .prepare_cached(
-            "SELECT records, bytes FROM memory_usage WHERE app_id = ?1 AND user_id = ?2",
-        )
-        .and_then(|mut stmt| {
-            stmt.query_row(params![scope.application_id(), scope.user_id()], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()
+/// The row a write to a key replaces, live or expired.
+#[derive(Clone, Copy)]
+struct Held {
+    revision: i64,
+    created_at: i64,
+    bytes: i64,
+    live: bool,
+}
+
+/// The row at `key`, and with `with_usage` what the scope's user holds (from the row the usage
+/// triggers keep), in one statement: a quota check adds a lookup to a put, not a statement.
+fn held_row(
+    conn: &Connection,
+    scope: &MemoryScope,
+    key: &str,
+    now_micros: i64,
+    with_usage: bool,
+) -> Result<(Option<Held>, Option<Usage>)> {
+    let (app, user, ns) = scope.columns();
+    let args = params![app, user, ns, key, now_micros];
+    let held = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Option<Held>> {
+        // `revision` is never NULL in a stored row: NULL is the outer join finding none.
+        Ok(match row.get::<_, Option<i64>>(0)? {
+            Some(revision) => Some(Held {
+                revision,
+                created_at: row.get(1)?,
+                bytes: row.get(2)?,
+                live: row.get(3)?,
+            }),
+            None => None,
         })
-        .map_err(storage("reading the user's usage failed"))?;
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Ok(held.map_or(Usage::default(), |(records, bytes)| Usage {
-        records: count(records),
-        bytes: count(bytes),
-    }))
+    };
+    let found = if with_usage {
+        // One row whatever exists: each table is joined to it by its primary key.
+        conn.prepare_cached(concat!(
+            "SELECT r.revision, r.created_at, r.bytes, ",
+            live!("?5"),
+            ", u.records, u.bytes FROM (SELECT 1) ",
+            "LEFT JOIN memory_records AS r ",
+            "ON r.app_id = ?1 AND r.user_id = ?2 AND r.namespace = ?3 AND r.key = ?4 ",
+            "LEFT JOIN memory_usage AS u ON u.app_id = ?1 AND u.user_id = ?2"
+        ))
+        .and_then(|mut stmt| {
+            stmt.query_row(args, |row| {
+                let count = |i: usize| -> rusqlite::Result<u64> {
+                    // No usage row: the user holds nothing.
+                    let n: Option<i64> = row.get(i)?;
+                    Ok(n.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+                };
+                let usage = Usage { records: count(4)?, bytes: count(5)? };
+                Ok((held(row)?, Some(usage)))
+            })
+        })
+    } else {
+        conn.prepare_cached(concat!(
+            "SELECT revision, created_at, bytes, ",
+            live!("?5"),
+            " FROM memory_records ",
+            "WHERE app_id = ?1 AND user_id = ?2 AND namespace = ?3 AND key = ?4"
+        ))
+        .and_then(|mut stmt| stmt.query_row(args, |row| Ok((held(row)?, None))).optional())
+        .map(Option::unwrap_or_default)
+    };
+    found.map_err(storage("writing a record failed"))
 }
 
 /// Reads the live record at `key`.
