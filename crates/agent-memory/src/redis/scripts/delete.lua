@@ -4,7 +4,7 @@
 -- ARGV[1] key, ARGV[2] namespace (hex), ARGV[3] expected revision (18 digits, zero-padded;
 -- '' for none), ARGV[4] user key prefix ('am:{tag}:').
 -- Returns 1 (a live record was removed), 0 (none was live) or -2 (stale revision).
-local h = redis.call('GETRANGE', KEYS[1], '0', '71')
+local h = redis.call('GETRANGE', KEYS[1], '0', '87')
 local live = false
 if h ~= '' then
   live = true
@@ -16,8 +16,9 @@ if h ~= '' then
 end
 if ARGV[3] ~= '' and (not live or string.sub(h, 1, 18) ~= ARGV[3]) then return -2 end
 if h == '' then return 0 end
-usage(KEYS[5], KEYS[3], ARGV[4])
-release(KEYS[5], 1, record_bytes(KEYS[1], #ARGV[1]))
+local held_n, held_b = usage(KEYS[5], KEYS[3], ARGV[4])
+local b = charged(#ARGV[1], redis.call('STRLEN', KEYS[1]), string.sub(h, 81, 88))
+release(KEYS[5], held_n, held_b, 1, b)
 redis.call('DEL', KEYS[1])
 local rev = tonumber(string.sub(h, 1, 18))
 local floor = redis.call('GET', KEYS[4])

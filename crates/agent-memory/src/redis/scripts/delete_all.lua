@@ -11,7 +11,7 @@ if n > 0 then
   local top = tonumber(redis.call('GET', KEYS[3]) or '0')
   local raised = false
   local gone, freed = 0, 0
-  usage(KEYS[4], KEYS[2], ARGV[4])
+  local held_n, held_b = usage(KEYS[4], KEYS[2], ARGV[4])
   for i, key in ipairs(members) do
     keys[i] = ARGV[1] .. key
     local rb = record_bytes(keys[i], #key)
@@ -20,7 +20,7 @@ if n > 0 then
     local r = tonumber(redis.call('GETRANGE', keys[i], '0', '17')) or 0
     if r > top then top, raised = r, true end
   end
-  release(KEYS[4], gone, freed)
+  release(KEYS[4], held_n, held_b, gone, freed)
   -- In slices: Lua's unpack cannot spread more than a few thousand values.
   for i = 1, n, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, n))) end
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)

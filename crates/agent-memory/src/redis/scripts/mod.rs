@@ -69,7 +69,7 @@ scripts! {
 pub const ACL_RULES: &str = "resetkeys ~am:* resetchannels -@all \
     +evalsha +script|load +info +ping +hello +auth +select +cluster|slots \
     +get +set +getrange +strlen +exists +del +time +zadd +zrem +zrange +zrangebylex \
-    +zremrangebyrank +hmget +hset +hincrby";
+    +zremrangebyrank +hmget +hset";
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,7 @@ local now = t[1] * 1000000 + t[2]
 local removed = 0
 local freed = 0
 local counted = false
+local held_n, held_b
 local top = nil
 local n = math.min(#members, limit)
 for i = 1, n do
@@ -22,7 +23,7 @@ for i = 1, n do
     local x = string.sub(h, 55, 72)
     if x ~= '000000000000000000' and tonumber(x) <= now then
       if not counted then
-        usage(KEYS[4], KEYS[2], ARGV[5])
+        held_n, held_b = usage(KEYS[4], KEYS[2], ARGV[5])
         counted = true
       end
       freed = freed + record_bytes(ARGV[1] .. key, #key)
@@ -34,7 +35,7 @@ for i = 1, n do
     end
   end
 end
-release(KEYS[4], removed, freed)
+release(KEYS[4], held_n, held_b, removed, freed)
 if top then
   local floor = redis.call('GET', KEYS[3])
   if not floor or tonumber(floor) < top then

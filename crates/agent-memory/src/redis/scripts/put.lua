@@ -15,9 +15,10 @@
 -- The record layout is described in the module docs (docs.md, "Data model").
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
--- The fixed-width header: revision, created_at, updated_at, expires_at; '' when absent.
+-- The fixed-width header: revision, created_at, updated_at, expires_at, content length,
+-- source length; '' when absent.
 -- (Numbers are formatted with %d and passed to Redis as strings: float formatting is slow.)
-local h = redis.call('GETRANGE', KEYS[1], '0', '71')
+local h = redis.call('GETRANGE', KEYS[1], '0', '87')
 local exists = h ~= ''
 local live = false
 if exists then
@@ -38,7 +39,10 @@ if not exists and ARGV[10] ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then re
 -- expired record, adds no record and only the difference in bytes). Only growth is checked.
 local held_n, held_b = usage(KEYS[5], KEYS[3], ARGV[5])
 local add_n, add_b = 1, tonumber(ARGV[6])
-if exists then add_n, add_b = 0, add_b - record_bytes(KEYS[1], #ARGV[1]) end
+if exists then
+  add_n = 0
+  add_b = add_b - charged(#ARGV[1], redis.call('STRLEN', KEYS[1]), string.sub(h, 81, 88))
+end
 if ARGV[7] ~= '' and add_n > 0 and held_n + add_n > tonumber(ARGV[7]) then return -3 end
 if ARGV[8] ~= '' and add_b > 0 and held_b + add_b > tonumber(ARGV[8]) then return -4 end
 -- Revision: one more than the key's previous revision while its record exists, else one more
@@ -60,8 +64,10 @@ else
   head = string.format('%018d%018d%018d', rev, now, now)
 end
 redis.call('SET', KEYS[1], head .. ARGV[9])
-if add_n ~= 0 then redis.call('HINCRBY', KEYS[5], 'n', add_n) end
-if add_b ~= 0 then redis.call('HINCRBY', KEYS[5], 'b', add_b) end
+if add_n ~= 0 or add_b ~= 0 then
+  redis.call('HSET', KEYS[5], 'n', string.format('%d', held_n + add_n),
+    'b', string.format('%d', held_b + add_b))
+end
 -- The index entries exist exactly while the record does: only a new record adds them.
 if not exists then
   redis.call('ZADD', KEYS[2], '0', ARGV[1])

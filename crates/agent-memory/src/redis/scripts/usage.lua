@@ -6,13 +6,19 @@
 -- A user whose records were written before usage was kept has records and no hash: `usage`
 -- counts them once, from the records, before the script changes anything.
 
+-- The bytes a record of `len` bytes is charged, `source_len` being its header's source length
+-- field (bytes 81 to 88; '00000000' for no source, charged as the 2 bytes of '{}').
+local function charged(key_len, len, source_len)
+  local b = key_len + len - 88
+  if tonumber(source_len) == 0 then b = b + 2 end
+  return b
+end
+
 -- The bytes the record string at `record` is charged, or nil when it does not exist.
 local function record_bytes(record, key_len)
   local len = redis.call('STRLEN', record)
   if len == 0 then return nil end
-  local b = key_len + len - 88
-  if tonumber(redis.call('GETRANGE', record, '80', '87')) == 0 then b = b + 2 end
-  return b
+  return charged(key_len, len, redis.call('GETRANGE', record, '80', '87'))
 end
 
 -- Records and bytes the user holds: from the hash, else counted from the user's namespace set
@@ -32,13 +38,14 @@ local function usage(usage_key, namespaces, prefix)
   return n, b
 end
 
--- Takes `n` removed records of `b` bytes off the usage (counted by `usage` first).
-local function release(usage_key, n, b)
+-- Takes `n` removed records of `b` bytes off the usage `held_n`, `held_b` that `usage`
+-- returned: one write, as the hash goes with the user's last record.
+local function release(usage_key, held_n, held_b, n, b)
   if n == 0 then return end
-  if redis.call('HINCRBY', usage_key, 'n', -n) <= 0 then
+  if held_n - n <= 0 then
     redis.call('DEL', usage_key)
   else
-    redis.call('HINCRBY', usage_key, 'b', -b)
+    redis.call('HSET', usage_key, 'n', string.format('%d', held_n - n),
+      'b', string.format('%d', held_b - b))
   end
 end
-
