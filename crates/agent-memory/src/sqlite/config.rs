@@ -177,7 +177,9 @@ impl SqliteMemoryStoreBuilder {
         /// calls (default 1 GiB, at most 2,147,418,112; 0 turns mapping off). Mapped pages save a
         /// copy per page read, but every connection that touched a page counts it in the process's
         /// resident memory: a job that reads a large file once, end to end (an export, a
-        /// migration), keeps its resident memory flat with 0. URL parameter `mmap_size`.
+        /// migration), keeps its resident memory flat with 0. With a map, SQLite also looks up
+        /// every page it touches in the write-ahead log's index, cached or not, which costs writes
+        /// more than reads (docs/performance.md). URL parameter `mmap_size`.
         mmap_size(bytes: u64) => options.mmap_bytes = bytes;
     }
 
