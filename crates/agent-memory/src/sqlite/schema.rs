@@ -182,15 +182,19 @@ enum Found {
     Foreign,
 }
 
+/// What the file holds. One statement, so the three values come from one snapshot: read one
+/// at a time, outside a transaction, they could straddle another connection's commit of the
+/// schema and show its tables beside the header of an empty file.
 fn inspect(conn: &Connection) -> Result<Found> {
-    let what = "reading the database header failed";
-    let application_id: i64 =
-        conn.query_row("PRAGMA application_id", [], |row| row.get(0)).map_err(storage(what))?;
-    let version: i64 =
-        conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage(what))?;
-    let objects: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
-        .map_err(storage(what))?;
+    let (application_id, version, objects): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id), \
+                    (SELECT user_version FROM pragma_user_version), \
+                    (SELECT count(*) FROM sqlite_schema)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(storage("reading the database header failed"))?;
     Ok(if application_id == APPLICATION_ID {
         Found::Ours(version)
     } else if application_id == 0 && version == 0 && objects == 0 {
