@@ -61,7 +61,7 @@ struct Cli {
 
     /// Rows in the delete pool of pgbench and of the SQLite ceiling (must outlast `-T` seconds
     /// of deletes).
-    #[arg(long, default_value_t = 400_000)]
+    #[arg(long, default_value_t = 1_000_000)]
     ceiling_delete_pool: u64,
 
     /// redis-benchmark `-n` per command.

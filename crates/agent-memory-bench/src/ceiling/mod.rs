@@ -109,7 +109,7 @@ impl Default for CeilingOptions {
     fn default() -> Self {
         Self {
             pg_seconds: 15,
-            pg_delete_pool: 400_000,
+            pg_delete_pool: 1_000_000,
             redis_requests: 100_000,
             pgbench: "pgbench".to_owned(),
             redis_benchmark: "redis-benchmark".to_owned(),
