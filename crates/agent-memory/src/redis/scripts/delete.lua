@@ -17,8 +17,7 @@ end
 if ARGV[3] ~= '' and (not live or string.sub(h, 1, 18) ~= ARGV[3]) then return -2 end
 if h == '' then return 0 end
 local held_n, held_b = usage(KEYS[5], KEYS[3], ARGV[4])
-local b = charged(#ARGV[1], redis.call('STRLEN', KEYS[1]), string.sub(h, 81, 88))
-release(KEYS[5], held_n, held_b, 1, b)
+release(KEYS[5], held_n, held_b, 1, header_bytes(KEYS[1], #ARGV[1], h))
 redis.call('DEL', KEYS[1])
 local rev = tonumber(string.sub(h, 1, 18))
 local floor = redis.call('GET', KEYS[4])

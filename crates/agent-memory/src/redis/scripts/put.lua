@@ -41,7 +41,7 @@ local held_n, held_b = usage(KEYS[5], KEYS[3], ARGV[5])
 local add_n, add_b = 1, tonumber(ARGV[6])
 if exists then
   add_n = 0
-  add_b = add_b - charged(#ARGV[1], redis.call('STRLEN', KEYS[1]), string.sub(h, 81, 88))
+  add_b = add_b - header_bytes(KEYS[1], #ARGV[1], h)
 end
 if ARGV[7] ~= '' and add_n > 0 and held_n + add_n > tonumber(ARGV[7]) then return -3 end
 if ARGV[8] ~= '' and add_b > 0 and held_b + add_b > tonumber(ARGV[8]) then return -4 end
@@ -65,8 +65,7 @@ else
 end
 redis.call('SET', KEYS[1], head .. ARGV[9])
 if add_n ~= 0 or add_b ~= 0 then
-  redis.call('HSET', KEYS[5], 'n', string.format('%d', held_n + add_n),
-    'b', string.format('%d', held_b + add_b))
+  set_usage(KEYS[5], held_n + add_n, held_b + add_b)
 end
 -- The index entries exist exactly while the record does: only a new record adds them.
 if not exists then

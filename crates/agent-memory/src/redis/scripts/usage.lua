@@ -14,6 +14,12 @@ local function charged(key_len, len, source_len)
   return b
 end
 
+-- The bytes the record string at `record` is charged, given its header `h` (its first 88
+-- bytes, read already).
+local function header_bytes(record, key_len, h)
+  return charged(key_len, redis.call('STRLEN', record), string.sub(h, 81, 88))
+end
+
 -- The bytes the record string at `record` is charged, or nil when it does not exist.
 local function record_bytes(record, key_len)
   local len = redis.call('STRLEN', record)
@@ -38,6 +44,11 @@ local function usage(usage_key, namespaces, prefix)
   return n, b
 end
 
+-- Writes the usage hash's two counts, as integers.
+local function set_usage(usage_key, n, b)
+  redis.call('HSET', usage_key, 'n', string.format('%d', n), 'b', string.format('%d', b))
+end
+
 -- Takes `n` removed records of `b` bytes off the usage `held_n`, `held_b` that `usage`
 -- returned: one write, as the hash goes with the user's last record.
 local function release(usage_key, held_n, held_b, n, b)
@@ -45,7 +56,6 @@ local function release(usage_key, held_n, held_b, n, b)
   if held_n - n <= 0 then
     redis.call('DEL', usage_key)
   else
-    redis.call('HSET', usage_key, 'n', string.format('%d', held_n - n),
-      'b', string.format('%d', held_b - b))
+    set_usage(usage_key, held_n - n, held_b - b)
   end
 end
